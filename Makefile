@@ -1,0 +1,59 @@
+# Two commands do all the set-up (see README.md):
+#   make lab    create .venv, install everything, open JupyterLab on notebooks/
+#   make test   create .venv if needed, install, run every test and every notebook
+#
+# Options:  make test PYTHON=python3.12      the interpreter the venv is made from
+#           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
+#           make test PYTEST_ARGS="-k attention"                         extra pytest arguments
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+KERNEL := attention-course
+TORCH_VERSION := 2.13.0
+TORCH_INDEX ?=
+STAMP := $(VENV)/.installed
+
+# Tests and CI read data from the shared mirror next to the repo when there is one,
+# never from the network; elsewhere the loaders download and cache under data/.
+COURSE_DATA_MIRROR ?= $(if $(wildcard ../shared/data/SOURCES.md),$(abspath ../shared/data),)
+export COURSE_DATA_MIRROR
+# Matplotlib without a display (tests run headless).
+export MPLBACKEND ?= Agg
+
+NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
+PYTEST_ARGS ?=
+
+.PHONY: install lab test test-utils test-notebooks student clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(VENV) && \
+	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) && \
+	$(BIN)/python -m pip install --quiet -e '.[test]' && \
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
+	touch $(STAMP) && \
+	echo "install: done in $$(( $$(date +%s) - start )) s"
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+test: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python -m pytest $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
+	echo "test suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+test-utils: $(STAMP)
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL_ARGS) notebooks $(PYTEST_ARGS)
+
+# Student versions of the notebooks (solutions replaced by stubs) in student/.
+student: $(STAMP)
+	$(BIN)/python scripts/make_student.py notebooks student
+
+clean:
+	rm -rf $(VENV) student .pytest_cache

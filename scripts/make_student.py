@@ -1,0 +1,45 @@
+"""Generate student versions of the notebooks with nbgrader's preprocessors:
+solutions are replaced by stubs (``raise NotImplementedError()`` / "YOUR ANSWER
+HERE") and outputs are cleared.
+
+    python scripts/make_student.py notebooks student      # every notebook
+    python scripts/make_student.py notebooks/03_additive_attention.ipynb student
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import ClearOutput, ClearSolutions
+
+
+def student_version(nb):
+    """Return a copy of ``nb`` with solutions stubbed out and outputs cleared."""
+    nb = nbformat.from_dict(nb)
+    resources = {}
+    nb, resources = ClearSolutions().preprocess(nb, resources)
+    nb, resources = ClearOutput().preprocess(nb, resources)
+    return nb
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    src, out = Path(argv[0]), Path(argv[1])
+    paths = sorted(src.glob("[0-9][0-9]_*.ipynb")) if src.is_dir() else [src]
+    if not paths:
+        print(f"no notebooks found at {src}")
+        return 1
+    out.mkdir(parents=True, exist_ok=True)
+    for p in paths:
+        nb = student_version(nbformat.read(p, as_version=4))
+        nbformat.write(nb, out / p.name)
+        print(f"wrote {out / p.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

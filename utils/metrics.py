@@ -1,0 +1,92 @@
+"""Scores for sequence models: BLEU (through sacrebleu), token accuracy, exact match.
+
+Two BLEU numbers are reported across the course, so results can be compared both
+with published tutorials and with papers:
+
+- :func:`bleu` — sacreBLEU on detokenized text, the standard, reproducible score
+  (its signature is in ``BLEUScore.signature``).
+- :func:`tokenized_bleu` — corpus BLEU-4 on our own lower-cased word tokens with
+  no further tokenization, the metric bentrevett/pytorch-seq2seq reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+__all__ = ["BLEUScore", "bleu", "tokenized_bleu", "token_accuracy", "exact_match"]
+
+
+@dataclass(frozen=True)
+class BLEUScore:
+    score: float       # 0-100
+    signature: str     # sacrebleu's description of how it was computed
+    precisions: tuple  # 1- to 4-gram precisions, %
+    brevity_penalty: float
+
+    def __float__(self) -> float:
+        return self.score
+
+    def __str__(self) -> str:
+        return f"BLEU = {self.score:.2f} ({self.signature})"
+
+
+def _check_pairs(hypotheses: Sequence, references: Sequence) -> None:
+    if isinstance(hypotheses, str) or isinstance(references, str):
+        raise TypeError("bleu expects lists of sentences, got a single str")
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references; they must pair up")
+    if len(hypotheses) == 0:
+        raise ValueError("no sentences to score")
+
+
+def _run(hyps: list[str], refs: list[str], **kwargs) -> BLEUScore:
+    import sacrebleu
+
+    metric = sacrebleu.metrics.BLEU(**kwargs)
+    res = metric.corpus_score(hyps, [refs])
+    return BLEUScore(res.score, str(metric.get_signature()), tuple(res.precisions), res.bp)
+
+
+def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> BLEUScore:
+    """sacreBLEU (13a tokenization, case-sensitive) of detokenized sentences against one reference each."""
+    _check_pairs(hypotheses, references)
+    return _run(list(hypotheses), list(references))
+
+
+def tokenized_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> BLEUScore:
+    """Corpus BLEU-4 of token lists against one token list each, as given (no
+    re-tokenization). Feed it lower-cased tokens from :func:`utils.text.tokenize`."""
+    _check_pairs(hypotheses, references)
+    for h in list(hypotheses[:1]) + list(references[:1]):
+        if isinstance(h, str):
+            raise TypeError("tokenized_bleu expects lists of tokens per sentence; for plain strings use bleu()")
+    return _run([" ".join(h) for h in hypotheses], [" ".join(r) for r in references], tokenize="none", force=True)
+
+
+def token_accuracy(logits_or_pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor | None = None) -> float:
+    """Fraction of positions where the prediction equals the target.
+
+    ``logits_or_pred`` is (B, T, V) logits or (B, T) predicted ids; ``target`` is
+    (B, T) ids; ``mask`` (B, T) bool, True at positions that count (pads excluded).
+    """
+    pred = logits_or_pred.argmax(-1) if logits_or_pred.dim() == target.dim() + 1 else logits_or_pred
+    if pred.shape != target.shape:
+        raise ValueError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} must have the same shape")
+    correct = pred == target
+    if mask is None:
+        return correct.float().mean().item()
+    if mask.shape != target.shape or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be bool of shape {tuple(target.shape)}, got {mask.dtype} {tuple(mask.shape)}")
+    n = mask.sum().item()
+    if n == 0:
+        raise ValueError("mask selects no positions")
+    return (correct & mask).sum().item() / n
+
+
+def exact_match(predictions: Sequence[Sequence], targets: Sequence[Sequence]) -> float:
+    """Fraction of sequences predicted exactly, token for token."""
+    _check_pairs(predictions, targets)
+    return sum(list(p) == list(t) for p, t in zip(predictions, targets)) / len(targets)

@@ -1,0 +1,112 @@
+"""Figures used across the course: attention heatmaps labelled with tokens, and loss curves.
+
+Each function draws on a Matplotlib ``Axes`` (made for you if not given) and
+returns it, so notebooks can call them once statically and again from widgets.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+__all__ = ["plot_attention", "plot_attention_grid", "plot_loss"]
+
+
+def _as_numpy(w) -> np.ndarray:
+    if isinstance(w, torch.Tensor):
+        w = w.detach().float().cpu().numpy()
+    return np.asarray(w, dtype=float)
+
+
+def plot_attention(
+    weights,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+    cmap: str = "viridis",
+    annotate: bool = False,
+    colorbar: bool = True,
+) -> plt.Axes:
+    """Heatmap of one attention map: rows are queries (what is being produced),
+    columns are keys (what is attended to), both labelled with their tokens.
+
+    ``weights`` is (Tq, Tk); extra rows/columns beyond the token lists (padding)
+    are cut off, so pass the real tokens only.
+    """
+    w = _as_numpy(weights)
+    if w.ndim != 2:
+        raise ValueError(f"plot_attention expects a 2-D (queries, keys) map, got shape {w.shape}")
+    nq, nk = len(query_tokens), len(key_tokens)
+    if w.shape[0] < nq or w.shape[1] < nk:
+        raise ValueError(f"map of shape {w.shape} is smaller than the {nq} query x {nk} key tokens given")
+    w = w[:nq, :nk]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.45 * nk + 2, 0.4 * nq + 1.5))
+    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=max(1e-9, float(w.max())) if w.min() >= 0 else None, aspect="auto")
+    ax.set_xticks(range(nk), list(key_tokens), rotation=90)
+    ax.set_yticks(range(nq), list(query_tokens))
+    ax.tick_params(length=0)
+    if annotate:
+        for i in range(nq):
+            for j in range(nk):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if w[i, j] < 0.5 * w.max() else "black")
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def plot_attention_grid(
+    weights,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    row_label: str = "layer",
+    col_label: str = "head",
+    cell_size: float = 2.6,
+) -> plt.Figure:
+    """A grid of attention maps: ``weights`` is (rows, cols, Tq, Tk), e.g.
+    (layers, heads, Tq, Tk); (heads, Tq, Tk) gives a single row."""
+    w = _as_numpy(weights)
+    if w.ndim == 3:
+        w = w[None]
+    if w.ndim != 4:
+        raise ValueError(f"plot_attention_grid expects (rows, cols, Tq, Tk) or (cols, Tq, Tk), got shape {w.shape}")
+    R, C = w.shape[:2]
+    fig, axes = plt.subplots(R, C, figsize=(cell_size * C + 1, cell_size * R + 0.5), squeeze=False)
+    for r in range(R):
+        for c in range(C):
+            ax = axes[r, c]
+            plot_attention(w[r, c], query_tokens, key_tokens, ax=ax, colorbar=False)
+            ax.set_title(f"{row_label} {r} · {col_label} {c}" if R > 1 else f"{col_label} {c}", fontsize=9)
+            if c > 0:
+                ax.set_yticklabels([])
+            if r < R - 1:
+                ax.set_xticklabels([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_loss(history, ax: plt.Axes | None = None, window: int = 20, label: str | None = None, title: str | None = None) -> plt.Axes:
+    """Training loss per step (smoothed over ``window`` steps) and, if recorded,
+    validation loss at the steps it was measured. ``history`` is a
+    :class:`utils.training.History`."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    steps = np.arange(1, len(history.train_loss) + 1)
+    ax.plot(steps, history.train_loss, alpha=0.25, color="C0" if label is None else None)
+    ax.plot(steps, history.smoothed(window), label=f"{label or 'train'} (smoothed)")
+    if history.val_loss:
+        ax.plot(history.val_step, history.val_loss, "o-", label=f"{label + ' ' if label else ''}validation")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("cross-entropy loss")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return ax

@@ -1,0 +1,262 @@
+"""Text to tensors: a word-level tokenizer, a vocabulary, padding with masks,
+batching for translation pairs, and seeded synthetic sequence tasks.
+
+Conventions used throughout the course
+--------------------------------------
+- ``<pad>`` has id 0, then ``<unk>`` = 1, ``<bos>`` = 2, ``<eos>`` = 3.
+- Batches are ``(B, T)`` long tensors, padded on the right.
+- A *mask* is a boolean tensor with **True where there is a real token** (and,
+  for attention, True = "may attend"), the convention of
+  ``torch.nn.functional.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple, Sequence
+
+import torch
+from torch.utils.data import Dataset
+
+__all__ = [
+    "PAD", "UNK", "BOS", "EOS", "SPECIALS",
+    "tokenize", "detokenize", "Vocab",
+    "pad_sequences", "padding_mask",
+    "PairBatch", "PairDataset", "collate_pairs",
+    "make_sequence_task", "SEQUENCE_TASKS",
+]
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+
+# A token is a run of letters/digits (any script: "Mädchen", "über"), or one
+# punctuation character. Apostrophes split too: "dog's" -> "dog", "'", "s".
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case ``text`` and split it into words and single punctuation marks.
+
+    >>> tokenize("Two young, White males are outside.")
+    ['two', 'young', ',', 'white', 'males', 'are', 'outside', '.']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"tokenize() expects a str, got {type(text).__name__}")
+    return _TOKEN_RE.findall(text.lower())
+
+
+_NO_SPACE_BEFORE = set(".,!?;:)]}'%")
+_NO_SPACE_AFTER = set("([{'")
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Join tokens into readable text: no space before ``. , ! ? ; : )`` or after ``(``,
+    and none around an apostrophe. Lossy (casing is gone), meant for display and
+    for sacreBLEU, which tokenizes again itself."""
+    out: list[str] = []
+    for tok in tokens:
+        if out and tok not in _NO_SPACE_BEFORE and out[-1] not in _NO_SPACE_AFTER:
+            out.append(" ")
+        out.append(tok)
+    return "".join(out)
+
+
+class Vocab:
+    """A bijection between tokens and integer ids.
+
+    Ids 0-3 are the special tokens (``<pad>``, ``<unk>``, ``<bos>``, ``<eos>``);
+    the rest are sorted by frequency (then alphabetically, so building is
+    deterministic). Tokens seen fewer than ``min_freq`` times map to ``<unk>``.
+    """
+
+    def __init__(self, itos: Sequence[str]):
+        itos = list(itos)
+        if tuple(itos[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a Vocab must start with the special tokens {SPECIALS}, got {itos[:4]}")
+        if len(set(itos)) != len(itos):
+            raise ValueError("a Vocab's tokens must be unique")
+        self.itos = itos
+        self.stoi = {t: i for i, t in enumerate(itos)}
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = range(4)
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None) -> "Vocab":
+        """Build from tokenized sentences (lists of tokens)."""
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        counts: Counter[str] = Counter()
+        for sent in sentences:
+            if isinstance(sent, str):
+                raise TypeError("Vocab.build expects tokenized sentences (lists of tokens), got a str; call tokenize() first")
+            counts.update(sent)
+        words = sorted((w for w, c in counts.items() if c >= min_freq and w not in SPECIALS), key=lambda w: (-counts[w], w))
+        if max_size is not None:
+            words = words[: max(0, max_size - len(SPECIALS))]
+        vocab = cls(list(SPECIALS) + words)
+        vocab.counts = counts
+        return vocab
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __getitem__(self, token: str) -> int:
+        return self.stoi.get(token, self.unk_id)
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, first={self.itos[4:9]})"
+
+    def encode(self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """Tokens -> ids (unknown words -> ``<unk>``), optionally framed by ``<bos>``/``<eos>``."""
+        if isinstance(tokens, str):
+            raise TypeError("encode() expects a list of tokens, got a str; call tokenize() first")
+        ids = [self.stoi.get(t, self.unk_id) for t in tokens]
+        return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, strip_special: bool = True) -> list[str]:
+        """Ids -> tokens. With ``strip_special`` (default) stop at the first ``<eos>``
+        and drop ``<pad>``/``<bos>``, so ``decode(encode(t, True, True)) == t`` for
+        in-vocabulary tokens."""
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1:
+                raise ValueError(f"decode() expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            i = int(i)
+            if not 0 <= i < len(self.itos):
+                raise IndexError(f"id {i} is outside this vocabulary of size {len(self.itos)}")
+            if strip_special:
+                if i == self.eos_id:
+                    break
+                if i in (self.pad_id, self.bos_id):
+                    continue
+            out.append(self.itos[i])
+        return out
+
+    def to_list(self) -> list[str]:
+        """Plain list for checkpoints (rebuild with ``Vocab(lst)``)."""
+        return list(self.itos)
+
+
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-pad integer sequences into one tensor.
+
+    Returns ``ids`` (B, T) long, ``lengths`` (B,) long and ``mask`` (B, T) bool
+    with True at real tokens. ``max_len`` truncates longer sequences.
+    """
+    if len(seqs) == 0:
+        raise ValueError("pad_sequences() got no sequences")
+    lengths = [len(s) if max_len is None else min(len(s), max_len) for s in seqs]
+    if min(lengths) == 0:
+        raise ValueError("pad_sequences() got an empty sequence; every sequence needs at least one token")
+    T = max(lengths)
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    for b, (s, n) in enumerate(zip(seqs, lengths)):
+        ids[b, :n] = torch.as_tensor(list(s[:n]), dtype=torch.long)
+    lengths_t = torch.tensor(lengths, dtype=torch.long)
+    mask = torch.arange(T)[None, :] < lengths_t[:, None]
+    return ids, lengths_t, mask
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """(B, T) bool, True where ``ids`` is a real token (not ``pad_id``)."""
+    if ids.dtype not in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
+        raise TypeError(f"padding_mask() expects integer token ids, got dtype {ids.dtype}")
+    return ids != pad_id
+
+
+class PairBatch(NamedTuple):
+    """A batch of (source, target) sequences, both right-padded with masks."""
+
+    src: torch.Tensor       # (B, S) long
+    src_len: torch.Tensor   # (B,) long
+    src_mask: torch.Tensor  # (B, S) bool, True at real tokens
+    tgt: torch.Tensor       # (B, T) long, starts with <bos>, ends with <eos>
+    tgt_len: torch.Tensor   # (B,) long
+    tgt_mask: torch.Tensor  # (B, T) bool
+
+
+@dataclass
+class PairDataset(Dataset):
+    """Parallel id sequences: ``src[i]`` translates to ``tgt[i]``."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+
+    def __post_init__(self):
+        if len(self.src) != len(self.tgt):
+            raise ValueError(f"source and target differ in length: {len(self.src)} vs {len(self.tgt)}")
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.src[i], self.tgt[i]
+
+
+def collate_pairs(batch: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = 0) -> PairBatch:
+    """``DataLoader`` collate function for :class:`PairDataset`."""
+    src, tgt = zip(*batch)
+    s, sl, sm = pad_sequences(src, pad_id)
+    t, tl, tm = pad_sequences(tgt, pad_id)
+    return PairBatch(s, sl, sm, t, tl, tm)
+
+
+# --------------------------------------------------------------------------- #
+# Synthetic tasks: for lessons that must train in seconds.
+# --------------------------------------------------------------------------- #
+
+def _copy(x: list[int]) -> list[int]:
+    return list(x)
+
+
+def _reverse(x: list[int]) -> list[int]:
+    return x[::-1]
+
+
+def _sort(x: list[int]) -> list[int]:
+    return sorted(x)
+
+
+SEQUENCE_TASKS = {"copy": _copy, "reverse": _reverse, "sort": _sort}
+
+
+def make_sequence_task(
+    task: str = "reverse",
+    n: int = 1000,
+    min_len: int = 3,
+    max_len: int = 10,
+    num_symbols: int = 10,
+    seed: int = 0,
+) -> tuple[list[list[int]], list[list[int]], Vocab]:
+    """A seeded toy translation task over symbols ``a``, ``b``, ``c``, ...
+
+    - ``copy``: output = input; ``reverse``: output = input reversed (a test of
+      long-range alignment); ``sort``: output = input sorted (needs to look at
+      every position, not just one).
+
+    Returns ``(src, tgt, vocab)``: id lists with ``<eos>`` appended to the source
+    and ``<bos> ... <eos>`` around the target, and the shared vocabulary.
+    """
+    if task not in SEQUENCE_TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {sorted(SEQUENCE_TASKS)}")
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+    if not 1 <= num_symbols <= 26:
+        raise ValueError(f"num_symbols must be in 1..26, got {num_symbols}")
+    symbols = [chr(ord("a") + i) for i in range(num_symbols)]
+    vocab = Vocab(list(SPECIALS) + symbols)
+    g = torch.Generator().manual_seed(seed)
+    fn = SEQUENCE_TASKS[task]
+    src, tgt = [], []
+    for _ in range(n):
+        L = int(torch.randint(min_len, max_len + 1, (1,), generator=g))
+        x = (torch.randint(0, num_symbols, (L,), generator=g) + len(SPECIALS)).tolist()
+        src.append(x + [vocab.eos_id])
+        tgt.append([vocab.bos_id] + fn(x) + [vocab.eos_id])
+    return src, tgt, vocab
