@@ -18,9 +18,6 @@ STAMP := $(VENV)/.installed
 # never from the network; elsewhere the loaders download and cache under data/.
 COURSE_DATA_MIRROR ?= $(if $(wildcard ../shared/data/SOURCES.md),$(abspath ../shared/data),)
 export COURSE_DATA_MIRROR
-# Matplotlib without a display (tests run headless).
-export MPLBACKEND ?= Agg
-
 NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 PYTEST_ARGS ?=
 

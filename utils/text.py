@@ -23,7 +23,7 @@ from torch.utils.data import Dataset
 __all__ = [
     "PAD", "UNK", "BOS", "EOS", "SPECIALS",
     "tokenize", "detokenize", "Vocab",
-    "pad_sequences", "padding_mask",
+    "pad_sequences", "padding_mask", "masked_mean",
     "PairBatch", "PairDataset", "collate_pairs",
     "make_sequence_task", "SEQUENCE_TASKS",
 ]
@@ -168,6 +168,20 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     if ids.dtype not in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
         raise TypeError(f"padding_mask() expects integer token ids, got dtype {ids.dtype}")
     return ids != pad_id
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` (B, T, D) over the real positions of each row: ``mask`` (B, T)
+    bool, True at real tokens. Pads never contribute, whatever values they hold.
+    A row with no real token gives zeros."""
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be bool (True = real token), got {mask.dtype}")
+    if x.dim() != 3 or mask.shape != x.shape[:2]:
+        raise ValueError(f"expected x (B, T, D) and mask (B, T); got x {tuple(x.shape)} and mask {tuple(mask.shape)}")
+    m = mask.unsqueeze(-1).to(x.dtype)                     # (B, T, 1)
+    total = (x * m).sum(1)                                  # (B, D)
+    count = m.sum(1).clamp(min=1)                           # (B, 1)
+    return total / count
 
 
 class PairBatch(NamedTuple):

@@ -29,6 +29,7 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "count_parameters",
+    "perplexity",
 ]
 
 
@@ -139,7 +140,7 @@ def fit(
     - ``scheduler.step()`` is called after every optimiser step (per-step schedules,
       such as the Transformer's warm-up).
     - With ``val_loader``, the validation loss is measured every ``eval_every`` steps
-      and at the end of every epoch.
+      (or, without ``eval_every``, after every epoch) and once more at the end.
     - Returns a :class:`History`; pass it back in to continue a run.
     """
     if epochs < 1:
@@ -156,9 +157,11 @@ def fit(
         total = max_steps - history.steps if total is None else min(total, max_steps - history.steps)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        # Plain-text bar (not the notebook widget): its final state is what a saved
+        # notebook shows, on GitHub too. Updated at most every few seconds.
+        from tqdm import tqdm
 
-        bar = tqdm(total=total, desc="training", leave=True)
+        bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0, dynamic_ncols=False, ncols=90)
 
     def run_eval() -> None:
         loss = evaluate(model, val_loader, loss_fn, device)
@@ -184,16 +187,18 @@ def fit(
             history.steps += 1
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}")
+                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
             if val_loader is not None and eval_every and history.steps % eval_every == 0:
                 run_eval()
             if max_steps is not None and history.steps >= max_steps:
                 done = True
                 break
-        if val_loader is not None and (not history.val_step or history.val_step[-1] != history.steps):
+        if val_loader is not None and not eval_every:
             run_eval()
         if done:
             break
+    if val_loader is not None and (not history.val_step or history.val_step[-1] != history.steps):
+        run_eval()  # always end with the final model's validation loss
     if bar is not None:
         bar.close()
     history.seconds += time.perf_counter() - start

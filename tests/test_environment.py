@@ -1,0 +1,53 @@
+"""The set-up files agree with each other: pyproject.toml, environment.yml, the Makefile."""
+
+from __future__ import annotations
+
+import re
+
+from notebook_utils import ROOT
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    from pip._vendor import tomli as tomllib
+
+
+def _pyproject_requirements() -> set[str]:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = set(meta["dependencies"])
+    for extra in meta.get("optional-dependencies", {}).values():
+        reqs |= set(extra)
+    return {r.replace(" ", "") for r in reqs}
+
+
+def _environment_pip_requirements() -> set[str]:
+    lines = (ROOT / "environment.yml").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "- pip:")
+    indent = len(lines[start + 1]) - len(lines[start + 1].lstrip())
+    reqs = set()
+    for line in lines[start + 1:]:
+        if not line.strip() or len(line) - len(line.lstrip()) < indent:
+            break
+        reqs.add(line.strip()[2:].replace(" ", ""))
+    reqs.discard("-e.")
+    return reqs
+
+
+def test_environment_yml_matches_pyproject():
+    py, env = _pyproject_requirements(), _environment_pip_requirements()
+    assert py == env, f"only in pyproject.toml: {sorted(py - env)}; only in environment.yml: {sorted(env - py)}"
+
+
+def test_torch_is_pinned_everywhere():
+    pin = "torch==2.13.0"
+    assert pin in _pyproject_requirements()
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^TORCH_VERSION := 2\.13\.0$", make, re.M)
+    assert pin in (ROOT / "README.md").read_text()
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(r"^make test$", ci, re.M)
+    assert "make test" in readme and "make lab" in readme

@@ -1,0 +1,82 @@
+"""Every committed notebook: executed top to bottom, no errors, kernel named, outputs
+present, the course structure, and an autograded check after every exercise."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from notebook_utils import BEGIN, KERNEL, NOTEBOOKS, ROOT, exercise_cells, heading_index, is_check, read
+
+import sys
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import tag_exercises  # noqa: E402
+
+ids = [p.name for p in NOTEBOOKS]
+
+
+def test_there_are_notebooks_and_numbers_are_unique():
+    assert NOTEBOOKS, "no notebooks found in notebooks/"
+    numbers = [p.name[:2] for p in NOTEBOOKS]
+    assert len(numbers) == len(set(numbers)), f"two notebooks share a number: {numbers}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_executed_in_order_without_errors(path):
+    nb = read(path)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    counts = [c.execution_count for c in code]
+    assert None not in counts, f"{sum(c is None for c in counts)} code cells were not executed"
+    assert counts == list(range(1, len(code) + 1)), f"not executed top to bottom in one fresh run: {counts[:10]}..."
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_kernel_and_outputs(path):
+    nb = read(path)
+    assert nb.metadata.get("kernelspec", {}).get("name") == KERNEL, "notebook must name the course kernel"
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert outputs, "notebook was committed without outputs"
+    assert any("image/png" in o.get("data", {}) for o in outputs), "notebook shows no figure"
+    text = json.dumps([o for o in outputs if o.output_type != "display_data" or "image/png" not in o.get("data", {})])
+    for private in ("/work/", "/root/", "/home/"):
+        assert private not in text, f"outputs leak a local path containing {private!r}"
+    assert path.stat().st_size < 3_000_000, "notebook is over 3 MB; lower figure dpi or drop bulky outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_course_structure(path):
+    nb = read(path)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), "open with a '# Title' markdown cell"
+    intro = "\n".join(c.source for c in nb.cells[:3] if c.cell_type == "markdown").lower()
+    assert "what you will learn" in intro, "say what the learner will learn"
+    assert "builds on" in intro, "say what the notebook builds on"
+    ex, summary = heading_index(nb, "Exercises"), heading_index(nb, "Summary")
+    assert ex is not None and summary is not None, "needs '## Exercises' and '## Summary' sections"
+    assert ex < summary, "exercises come before the summary"
+    assert all(i > ex for i in exercise_cells(nb)), "exercise cells belong in the Exercises section"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_exercise_has_a_check_cell(path):
+    nb = read(path)
+    exercises = exercise_cells(nb)
+    assert exercises, "every notebook has at least one graded exercise"
+    for i in exercises:
+        nxt = next((c for c in nb.cells[i + 1:] if c.cell_type == "code"), None)
+        assert nxt is not None and is_check(nxt), f"exercise cell {i} is not followed by a '# CHECK' cell"
+        assert "### END SOLUTION" in nb.cells[i].source
+    for c in nb.cells:
+        if is_check(c):
+            assert BEGIN not in c.source
+            assert re.search(r"\bassert\b|raise\b|torch\.testing", c.source), "a check cell must check something"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_nbgrader_metadata_is_current(path):
+    assert tag_exercises.main(["--check", str(path)]) == 0, "run scripts/tag_exercises.py on this notebook"

@@ -1,0 +1,48 @@
+"""utils.plotting: figures carry the tokens as tick labels and reject bad shapes."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from utils.plotting import plot_attention, plot_attention_grid, plot_loss  # noqa: E402
+from utils.training import History  # noqa: E402
+
+
+def test_plot_attention_labels_and_crops_padding():
+    w = torch.softmax(torch.randn(5, 6), -1)
+    ax = plot_attention(w, ["a", "dog", "runs"], ["ein", "hund", "läuft", "."], title="t")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["ein", "hund", "läuft", "."]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "dog", "runs"]
+    assert ax.images[0].get_array().shape == (3, 4)
+    plt.close("all")
+
+
+def test_plot_attention_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="2-D"):
+        plot_attention(torch.zeros(2, 3, 4), ["a"], ["b"])
+    with pytest.raises(ValueError, match="smaller"):
+        plot_attention(torch.zeros(2, 2), ["a", "b", "c"], ["x"])
+
+
+def test_plot_attention_grid_shapes():
+    fig = plot_attention_grid(torch.rand(2, 3, 4, 4), list("abcd"), list("wxyz"))
+    assert len(fig.axes) == 6
+    assert fig.axes[0].get_title() == "layer 0 · head 0"
+    fig = plot_attention_grid(torch.rand(4, 3, 3), list("abc"), list("xyz"))
+    assert len(fig.axes) == 4 and fig.axes[3].get_title() == "head 3"
+    with pytest.raises(ValueError, match="rows, cols"):
+        plot_attention_grid(torch.rand(3, 3), list("abc"), list("abc"))
+    plt.close("all")
+
+
+def test_plot_loss():
+    h = History(train_loss=[3.0, 2.0, 1.5, 1.0], val_loss=[1.2], val_step=[4])
+    ax = plot_loss(h, window=2)
+    assert ax.get_xlabel() == "optimizer step"
+    assert len(ax.lines) == 3
+    plt.close("all")

@@ -1,0 +1,132 @@
+"""utils.text: tokenizer, vocabulary round-trips, padding masks, synthetic tasks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from torch.utils.data import DataLoader
+
+from utils.text import (
+    BOS, EOS, PAD, SPECIALS, UNK, PairDataset, Vocab, collate_pairs, detokenize, make_sequence_task,
+    pad_sequences, padding_mask, tokenize,
+)
+
+words = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd")), min_size=1, max_size=8)
+
+
+def test_tokenize_lowercases_and_splits_punctuation():
+    assert tokenize("Two young, White males are outside near many bushes.") == [
+        "two", "young", ",", "white", "males", "are", "outside", "near", "many", "bushes", ".",
+    ]
+    assert tokenize("Ein Mädchen läuft über die Straße!") == ["ein", "mädchen", "läuft", "über", "die", "straße", "!"]
+    with pytest.raises(TypeError, match="expects a str"):
+        tokenize(["already", "tokens"])
+
+
+@given(st.lists(words, min_size=1, max_size=12))
+def test_tokenize_detokenize_round_trip_on_words(ws):
+    tokens = [w.lower() for w in ws]
+    assert tokenize(detokenize(tokens)) == tokenize(" ".join(tokens))
+
+
+def test_detokenize_spacing():
+    assert detokenize(["a", "dog", "'", "s", "ball", ",", "(", "red", ")", "."]) == "a dog's ball, (red)."
+
+
+def test_vocab_specials_and_order():
+    v = Vocab.build([["b", "a", "b"], ["c", "b", "a"]])
+    assert v.itos[:4] == list(SPECIALS)
+    assert (v[PAD], v[UNK], v[BOS], v[EOS]) == (0, 1, 2, 3)
+    assert v.itos[4:] == ["b", "a", "c"]  # by frequency, ties alphabetical
+    assert v["never-seen"] == v.unk_id
+
+
+def test_vocab_min_freq_and_max_size():
+    sents = [["x"] * 5 + ["y"] * 2 + ["z"]]
+    assert Vocab.build(sents, min_freq=2).itos[4:] == ["x", "y"]
+    assert Vocab.build(sents, max_size=5).itos[4:] == ["x"]
+    with pytest.raises(ValueError, match="min_freq"):
+        Vocab.build(sents, min_freq=0)
+    with pytest.raises(TypeError, match="tokenize"):
+        Vocab.build(["a raw sentence"])
+
+
+@given(st.lists(st.lists(words, min_size=1, max_size=10), min_size=1, max_size=10))
+@settings(max_examples=50)
+def test_vocab_round_trip(sents):
+    v = Vocab.build(sents)
+    for s in sents:
+        ids = v.encode(s, add_bos=True, add_eos=True)
+        assert ids[0] == v.bos_id and ids[-1] == v.eos_id
+        assert v.decode(ids) == list(s)
+        assert v.decode(torch.tensor(ids)) == list(s)
+        assert v.decode(ids, strip_special=False) == [BOS, *s, EOS]
+
+
+def test_vocab_rejects_bad_input():
+    v = Vocab.build([["a"]])
+    with pytest.raises(TypeError, match="tokenize"):
+        v.encode("a")
+    with pytest.raises(IndexError, match="outside"):
+        v.decode([99])
+    with pytest.raises(ValueError, match="special tokens"):
+        Vocab(["a", "b"])
+    assert Vocab(v.to_list()).stoi == v.stoi
+
+
+@given(st.lists(st.lists(st.integers(1, 50), min_size=1, max_size=9), min_size=1, max_size=8))
+def test_pad_sequences_mask_and_lengths(seqs):
+    ids, lengths, mask = pad_sequences(seqs)
+    B, T = ids.shape
+    assert B == len(seqs) and T == max(map(len, seqs))
+    assert mask.dtype == torch.bool
+    assert lengths.tolist() == [len(s) for s in seqs]
+    assert mask.sum(1).tolist() == lengths.tolist()
+    assert (ids[~mask] == 0).all()  # pads are pad_id
+    for b, s in enumerate(seqs):
+        assert ids[b, : len(s)].tolist() == s
+        assert mask[b, : len(s)].all() and not mask[b, len(s):].any()
+    assert torch.equal(padding_mask(ids), mask)  # ids here are never 0
+
+
+def test_pad_sequences_errors_and_truncation():
+    with pytest.raises(ValueError, match="no sequences"):
+        pad_sequences([])
+    with pytest.raises(ValueError, match="empty sequence"):
+        pad_sequences([[1], []])
+    ids, lengths, _ = pad_sequences([[1, 2, 3, 4], [5]], max_len=2)
+    assert ids.tolist() == [[1, 2], [5, 0]] and lengths.tolist() == [2, 1]
+    with pytest.raises(TypeError, match="integer token ids"):
+        padding_mask(torch.zeros(2, 3))
+
+
+def test_pair_batches_through_dataloader():
+    src, tgt, vocab = make_sequence_task("reverse", n=10, seed=1)
+    loader = DataLoader(PairDataset(src, tgt), batch_size=4, collate_fn=collate_pairs)
+    batch = next(iter(loader))
+    assert batch.src.shape[0] == 4 and batch.src_mask.shape == batch.src.shape
+    assert (batch.tgt[:, 0] == vocab.bos_id).all()
+    with pytest.raises(ValueError, match="differ in length"):
+        PairDataset(src, tgt[:-1])
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "sort"])
+def test_sequence_tasks(task):
+    src, tgt, vocab = make_sequence_task(task, n=200, min_len=2, max_len=7, num_symbols=5, seed=3)
+    assert len(vocab) == 4 + 5
+    for s, t in zip(src, tgt):
+        x, y = s[:-1], t[1:-1]
+        assert s[-1] == vocab.eos_id and t[0] == vocab.bos_id and t[-1] == vocab.eos_id
+        assert 2 <= len(x) <= 7
+        assert y == {"copy": x, "reverse": x[::-1], "sort": sorted(x)}[task]
+    # seeded: same seed, same data; other seed, other data
+    assert make_sequence_task(task, n=50, seed=3)[0] == make_sequence_task(task, n=50, seed=3)[0]
+    assert make_sequence_task(task, n=50, seed=3)[0] != make_sequence_task(task, n=50, seed=4)[0]
+
+
+def test_sequence_task_errors():
+    with pytest.raises(ValueError, match="unknown task"):
+        make_sequence_task("shuffle")
+    with pytest.raises(ValueError, match="min_len"):
+        make_sequence_task(min_len=5, max_len=2)

@@ -1,0 +1,266 @@
+"""Attention: scaled dot-product attention, masks, multi-head attention, and
+additive (Bahdanau) attention for comparison.
+
+Shapes follow ``torch.nn.functional.scaled_dot_product_attention``:
+
+- ``q`` (..., Tq, d_k), ``k`` (..., Tk, d_k), ``v`` (..., Tk, d_v);
+- a mask is **boolean** and broadcastable to (..., Tq, Tk), with **True = may
+  attend** (False positions get -inf before the softmax, hence weight exactly 0);
+- a query row that may attend to nothing (all False) gets all-zero weights and a
+  zero output instead of NaN. PyTorch's fused kernel does the same.
+
+``MultiHeadAttention`` works on (B, T, d_model) batches and returns the weights
+of every head, (B, H, Tq, Tk); ``load_from_torch`` copies the weights of an
+``nn.MultiheadAttention`` so the two can be compared number for number.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "key_padding_mask",
+    "combine_masks",
+    "check_mask",
+    "MultiHeadAttention",
+    "mha_from_torch",
+    "AdditiveAttention",
+]
+
+
+def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, name: str = "mask") -> None:
+    """Raise a clear error unless ``mask`` is a bool tensor broadcastable to ``target_shape``."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of dtype bool (True = may attend), got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must have dtype torch.bool with True = may attend (the convention of "
+            f"F.scaled_dot_product_attention), got {mask.dtype}. If you have an additive float mask or a "
+            f"True = blocked mask (nn.MultiheadAttention's convention), convert it first, e.g. `~blocked`."
+        )
+    try:
+        shape = torch.broadcast_shapes(mask.shape, target_shape)
+    except RuntimeError:
+        shape = None
+    if shape != torch.Size(target_shape):
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(target_shape)} "
+            f"(..., Tq, Tk); use e.g. (Tq, Tk) for a causal mask or (B, 1, 1, Tk) for key padding"
+        )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q kᵀ / √d_k) v, written out so the weights can be returned.
+
+    Args:
+        q: (..., Tq, d_k) queries; k: (..., Tk, d_k) keys; v: (..., Tk, d_v) values.
+        mask: optional bool tensor broadcastable to (..., Tq, Tk); **True = may attend**.
+        dropout_p: dropout on the attention weights (applied whenever > 0; pass 0.0 at
+            evaluation time, as :class:`MultiHeadAttention` does).
+
+    Returns:
+        ``(output, weights)``: output (..., Tq, d_v) and weights (..., Tq, Tk), the
+        softmax before dropout. Masked positions have weight exactly 0; a query row
+        with nothing to attend to has all-zero weights and a zero output (not NaN).
+    """
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"queries and keys must have the same last dimension d_k; got q (..., {q.shape[-1]}) and k (..., {k.shape[-1]})")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"keys and values must have the same length Tk; got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
+    if mask is not None:
+        check_mask(mask, scores.shape)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN; give it
+        # finite scores here and zero its weights below.
+        empty = ~mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
+        scores = scores.masked_fill(empty, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    attn = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    return attn @ v, weights
+
+
+def causal_mask(T_q: int, T_k: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+    """(T_q, T_k) bool, True where query i may attend key j, i.e. j is not in its future.
+
+    With ``T_k > T_q`` (step-by-step decoding with cached keys) the queries are the
+    *last* ``T_q`` positions, so query i sits at position ``T_k - T_q + i``.
+    """
+    T_k = T_q if T_k is None else T_k
+    if T_q < 1 or T_k < T_q:
+        raise ValueError(f"causal_mask needs 1 <= T_q <= T_k, got T_q={T_q}, T_k={T_k}")
+    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
+
+
+def key_padding_mask(ids_or_bool: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """(B, 1, 1, Tk) bool, True at real tokens, ready to broadcast over heads and queries.
+
+    ``ids_or_bool`` is either (B, Tk) integer token ids (``pad_id`` marks padding) or
+    a (B, Tk) bool mask that is already True at real tokens (as from
+    ``utils.text.pad_sequences``).
+    """
+    x = ids_or_bool
+    if x.dim() != 2:
+        raise ValueError(f"key_padding_mask expects (B, Tk) ids or a (B, Tk) bool mask, got shape {tuple(x.shape)}")
+    if x.dtype == torch.bool:
+        real = x
+    elif not x.is_floating_point() and not x.is_complex():
+        real = x != pad_id
+    else:
+        raise TypeError(f"key_padding_mask expects integer token ids or a bool mask (True = real token), got dtype {x.dtype}")
+    return real[:, None, None, :]
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Logical AND of bool masks (None = no constraint), with broadcasting; e.g.
+    ``combine_masks(key_padding_mask(ids), causal_mask(T))`` gives (B, 1, T, T)."""
+    out = None
+    for m in masks:
+        if m is None:
+            continue
+        if m.dtype != torch.bool:
+            raise TypeError(f"masks must be bool with True = may attend, got {m.dtype}")
+        out = m if out is None else out & m
+    return out
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention as in "Attention Is All You Need".
+
+    Projects queries, keys and values with ``W_Q, W_K, W_V`` (d_model -> d_model),
+    splits them into ``num_heads`` heads of size ``d_head = d_model // num_heads``,
+    attends in each head, concatenates the heads and projects with ``W_O``.
+    Parameters: 4·d_model² weights + 4·d_model biases.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if num_heads < 1 or d_model % num_heads != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): each head gets d_model // num_heads dimensions")
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d_model) -> (B, H, T, d_head)."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.d_head).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, d_head) -> (B, T, d_model), the concatenation of the heads."""
+        B, H, T, dh = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * dh)
+
+    def _check(self, name: str, x: torch.Tensor) -> None:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query (B, Tq, D), key and value (B, Tk, D); ``mask`` bool broadcastable to
+        (B, H, Tq, Tk), True = may attend. Returns ``(output (B, Tq, D), weights
+        (B, H, Tq, Tk))``; with ``need_weights=False`` PyTorch's fused kernel is used
+        and the weights are ``None``."""
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            self._check(name, x)
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(f"key and value must share (B, Tk), got {tuple(key.shape)} and {tuple(value.shape)}")
+        if query.shape[0] != key.shape[0]:
+            raise ValueError(f"query and key must have the same batch size, got {query.shape[0]} and {key.shape[0]}")
+        q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dh)
+        k = self.split_heads(self.k_proj(key))    # (B, H, Tk, dh)
+        v = self.split_heads(self.v_proj(value))  # (B, H, Tk, dh)
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+        else:
+            if mask is not None:
+                check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]))
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        return self.out_proj(self.merge_heads(out)), weights  # (B, Tq, D)
+
+    @torch.no_grad()
+    def load_from_torch(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
+        """Copy the weights of a ``torch.nn.MultiheadAttention`` with the same
+        ``embed_dim``/``num_heads`` (and no kdim/vdim, bias_k or add_zero_attn). Returns self.
+
+        Note the mask conventions differ: ``nn.MultiheadAttention``'s bool masks are
+        True = *blocked*, ours True = may attend; pass ``~mask`` to it."""
+        if mha.embed_dim != self.d_model or mha.num_heads != self.num_heads:
+            raise ValueError(f"shape mismatch: nn.MultiheadAttention(embed_dim={mha.embed_dim}, num_heads={mha.num_heads}) vs ours (d_model={self.d_model}, num_heads={self.num_heads})")
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError("only nn.MultiheadAttention without kdim/vdim, add_bias_kv or add_zero_attn can be loaded")
+        has_bias = mha.in_proj_bias is not None
+        if has_bias != (self.q_proj.bias is not None):
+            raise ValueError(f"bias mismatch: nn.MultiheadAttention bias={has_bias}, ours bias={self.q_proj.bias is not None}")
+        D = self.d_model
+        for i, lin in enumerate((self.q_proj, self.k_proj, self.v_proj)):
+            lin.weight.copy_(mha.in_proj_weight[i * D:(i + 1) * D])
+            if has_bias:
+                lin.bias.copy_(mha.in_proj_bias[i * D:(i + 1) * D])
+        self.out_proj.weight.copy_(mha.out_proj.weight)
+        if has_bias:
+            self.out_proj.bias.copy_(mha.out_proj.bias)
+        return self
+
+
+def mha_from_torch(mha: nn.MultiheadAttention) -> MultiHeadAttention:
+    """A :class:`MultiHeadAttention` holding a copy of ``mha``'s weights (same dtype and device)."""
+    ours = MultiHeadAttention(mha.embed_dim, mha.num_heads, dropout=mha.dropout, bias=mha.in_proj_bias is not None)
+    ours = ours.to(device=mha.in_proj_weight.device, dtype=mha.in_proj_weight.dtype)
+    return ours.load_from_torch(mha)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention: score(q, k) = wᵀ tanh(W_q q + W_k k).
+
+    Same call and mask convention as :func:`scaled_dot_product_attention`; kept here
+    to compare speed and behaviour with dot-product attention.
+    """
+
+    def __init__(self, d_q: int, d_k: int, d_hidden: int):
+        super().__init__()
+        self.W_q = nn.Linear(d_q, d_hidden, bias=False)
+        self.W_k = nn.Linear(d_k, d_hidden, bias=False)
+        self.w = nn.Linear(d_hidden, 1, bias=False)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """q (..., Tq, d_q), k (..., Tk, d_k), v (..., Tk, d_v) -> (output (..., Tq, d_v), weights (..., Tq, Tk))."""
+        # Every (query, key) pair goes through the hidden layer: (..., Tq, Tk, d_hidden).
+        hidden = torch.tanh(self.W_q(q).unsqueeze(-2) + self.W_k(k).unsqueeze(-3))
+        scores = self.w(hidden).squeeze(-1)  # (..., Tq, Tk)
+        if mask is not None:
+            check_mask(mask, scores.shape)
+            scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        return weights @ v, weights

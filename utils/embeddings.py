@@ -1,0 +1,113 @@
+"""Word embeddings: a continuous-bag-of-words model (predict a word from its
+neighbours), nearest neighbours by cosine similarity, and the figures notebook 01
+shows (neighbour bars, a 2-D map of the embedding space)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils.text import Vocab, masked_mean
+
+__all__ = ["CBOW", "context_windows", "cosine_matrix", "nearest_neighbours", "plot_neighbours", "plot_embeddings_2d"]
+
+
+class CBOW(nn.Module):
+    """Continuous bag of words: average the embeddings of the context words, then
+    score every vocabulary word as the missing centre word."""
+
+    def __init__(self, vocab_size: int, dim: int, pad_id: int = 0):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, dim, padding_idx=pad_id)
+        self.out = nn.Linear(dim, vocab_size)
+        self.pad_id = pad_id
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        """``context`` (B, C) ids, ``<pad>`` where a window runs off the sentence -> logits (B, V)."""
+        if context.dim() != 2 or context.dtype != torch.long:
+            raise ValueError(f"context must be (B, C) long ids, got {context.dtype} {tuple(context.shape)}")
+        e = self.embed(context)                       # (B, C, D)
+        h = masked_mean(e, context != self.pad_id)     # (B, D): pads do not count
+        return self.out(h)                            # (B, V)
+
+
+def context_windows(sentences: Sequence[Sequence[int]], window: int = 2, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every (context, centre) example in ``sentences``: ``window`` words on each side
+    of each position, ``pad_id`` where the window runs past either end.
+
+    Returns ``contexts`` (N, 2*window) and ``centres`` (N,), N = total tokens.
+    """
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    ctx, ctr = [], []
+    offsets = [o for o in range(-window, window + 1) if o != 0]
+    for s in sentences:
+        s = torch.as_tensor(list(s), dtype=torch.long)
+        padded = F.pad(s, (window, window), value=pad_id)             # (L + 2w,)
+        idx = torch.arange(len(s))[:, None] + window + torch.tensor(offsets)[None, :]
+        ctx.append(padded[idx])                                        # (L, 2w)
+        ctr.append(s)
+    return torch.cat(ctx), torch.cat(ctr)
+
+
+def cosine_matrix(weights: torch.Tensor) -> torch.Tensor:
+    """(V, D) vectors -> (V, V) cosine similarities."""
+    w = F.normalize(weights.detach().float(), dim=-1)
+    return w @ w.T
+
+
+def nearest_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 8) -> list[tuple[str, float]]:
+    """The ``k`` words whose vectors have the highest cosine similarity with ``word``'s
+    (the word itself and the special tokens excluded)."""
+    if word not in vocab:
+        raise KeyError(f"{word!r} is not in the vocabulary (it maps to <unk>); try a more frequent word")
+    w = F.normalize(weights.detach().float(), dim=-1)
+    sims = w @ w[vocab[word]]                        # (V,)
+    sims[: 4] = -2.0                                  # never return <pad>, <unk>, <bos>, <eos>
+    sims[vocab[word]] = -2.0
+    top = sims.topk(k)
+    return [(vocab.itos[i], float(s)) for s, i in zip(top.values, top.indices)]
+
+
+def plot_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 8, ax: plt.Axes | None = None) -> plt.Axes:
+    """Horizontal bars: the nearest neighbours of ``word`` and their cosine similarity."""
+    pairs = nearest_neighbours(weights, vocab, word, k)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 0.32 * k + 1))
+    words, sims = zip(*pairs)
+    ax.barh(range(k)[::-1], sims, color="C0")
+    ax.set_yticks(range(k)[::-1], words)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("cosine similarity")
+    ax.set_title(f"nearest neighbours of '{word}'")
+    return ax
+
+
+def plot_embeddings_2d(weights: torch.Tensor, vocab: Vocab, groups: dict[str, Sequence[str]], ax: plt.Axes | None = None) -> plt.Axes:
+    """Project the vectors of the given words onto their first two principal
+    components and scatter them, coloured by group, each point labelled with its word."""
+    words = [w for ws in groups.values() for w in ws]
+    missing = [w for w in words if w not in vocab]
+    if missing:
+        raise KeyError(f"not in the vocabulary: {missing}")
+    x = F.normalize(weights.detach().float()[[vocab[w] for w in words]], dim=-1)
+    x = x - x.mean(0)
+    _, _, v = torch.linalg.svd(x, full_matrices=False)
+    xy = (x @ v[:2].T).numpy()                        # (N, 2)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 5))
+    i = 0
+    for c, (name, ws) in enumerate(groups.items()):
+        pts = xy[i : i + len(ws)]
+        ax.scatter(pts[:, 0], pts[:, 1], color=f"C{c}", label=name)
+        for (px, py), w in zip(pts, ws):
+            ax.annotate(w, (px, py), textcoords="offset points", xytext=(4, 3), fontsize=9)
+        i += len(ws)
+    ax.set_xlabel("principal component 1")
+    ax.set_ylabel("principal component 2")
+    ax.legend(loc="best", fontsize=8)
+    return ax
