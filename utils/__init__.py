@@ -8,6 +8,13 @@ against the version here, and later notebooks import it from here.
 - ``utils.training``   seeds, device choice, a small training loop, checkpoints
 - ``utils.metrics``    BLEU (sacrebleu), token accuracy, exact match
 - ``utils.plotting``   attention heatmaps labelled with tokens, loss curves
+- ``utils.embeddings`` a CBOW word-embedding model, nearest neighbours, embedding maps
+- ``utils.translation`` the Multi30k translation pipeline: data, loaders, decoding, BLEU
+- ``utils.rnn``        RNN encoder, decoders with and without attention, score functions, beam search
+- ``utils.attention``  scaled dot-product attention, masks, multi-head attention
+- ``utils.positional`` sinusoidal and learned positional encodings
+- ``utils.transformer`` the encoder-decoder Transformer with cached incremental decoding
+- ``utils.explorers``, ``utils.explorers_transformer``  figures behind the notebooks' widgets
 """
 
 __version__ = "0.1.0"

@@ -1,0 +1,455 @@
+"""Recurrent sequence-to-sequence translation, with and without attention.
+
+Equations (numbering of the course's source, seed 000):
+
+- encoder     h_i = f(x_i, h_{i-1})                       (2.1)
+- decoder     s_t = g(y_{t-1}, s_{t-1}, c),   c = h_T      (2.2)   no attention
+- attention   e_{t,i} = score(s_{t-1}, h_i),  a_t = softmax(e_t)        (2.3)
+              c_t = sum_i a_{t,i} h_i                                   (2.4)
+              s_t = g(y_{t-1}, s_{t-1}, c_t)                            (2.5)
+
+Padding never leaks: the encoder runs on packed sequences (a pad is never fed to
+the RNN, and the context c is the state after each sentence's real last token),
+and attention weights are exactly 0 on padded source positions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .text import PairBatch
+
+__all__ = [
+    "Encoder", "EncoderOutput", "Score", "CosineScore", "AdditiveScore", "DotScore", "ScaledDotScore",
+    "SCORES", "make_score", "masked_softmax", "attend", "Decoder", "Seq2Seq", "seq2seq_loss",
+    "greedy_decode", "beam_search", "Hypothesis", "make_decode_fn",
+]
+
+PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
+
+
+def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.Tensor:
+    """Validate a right-padded (B, T) id batch and its bool mask; return lengths (B,)."""
+    if ids.dim() != 2 or ids.dtype != torch.long:
+        raise ValueError(f"{name} must be (B, T) long token ids, got {ids.dtype} of shape {tuple(ids.shape)}")
+    if mask.shape != ids.shape or mask.dtype != torch.bool:
+        raise ValueError(f"{name}_mask must be bool of shape {tuple(ids.shape)} (True = real token), "
+                         f"got {mask.dtype} of shape {tuple(mask.shape)}")
+    lengths = mask.sum(1)
+    if bool((lengths == 0).any()):
+        raise ValueError(f"every sentence in {name} needs at least one real token (a row of {name}_mask is all False)")
+    right_padded = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]
+    if not torch.equal(right_padded, mask):
+        raise ValueError(f"{name}_mask must be True on a prefix of each row (right padding, True = real token)")
+    return lengths
+
+
+# --------------------------------------------------------------------------- #
+# Encoder (eq. 2.1)
+# --------------------------------------------------------------------------- #
+
+class EncoderOutput(NamedTuple):
+    states: torch.Tensor   # (B, S, D_enc) h_1..h_S, zeros at pads
+    context: torch.Tensor  # (B, D_enc)    state at each sentence's real last token
+    mask: torch.Tensor     # (B, S) bool   True = real source token
+
+
+class Encoder(nn.Module):
+    """Embedding + GRU/LSTM over a padded batch, run as packed sequences.
+
+    With ``bidirectional=True`` each h_i is [forward state; backward state] and the
+    context is [forward state after the last real token; backward state after the
+    first token], so ``out_dim = 2 * hidden_dim``.
+    """
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, cell: str = "gru",
+                 bidirectional: bool = False, dropout: float = 0.0, pad_id: int = PAD_ID):
+        super().__init__()
+        if cell not in ("gru", "lstm"):
+            raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        self.cell, self.bidirectional = cell, bidirectional
+        self.out_dim = hidden_dim * (2 if bidirectional else 1)
+        self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
+        self.dropout = nn.Dropout(dropout)
+        rnn = nn.GRU if cell == "gru" else nn.LSTM
+        self.rnn = rnn(emb_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+        lengths = _check_ids_mask(src, src_mask, "src")
+        x = self.dropout(self.embed(src))                                         # (B, S, E)
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.rnn(packed)
+        if self.cell == "lstm":
+            h_n = h_n[0]                                                          # keep h, drop the cell state
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B, S, D_enc)
+        context = torch.cat(list(h_n), dim=-1)                                    # (B, D_enc)
+        return EncoderOutput(states, context, src_mask)
+
+
+# --------------------------------------------------------------------------- #
+# Score functions and attention (eqs. 2.3-2.4)
+# --------------------------------------------------------------------------- #
+
+class Score(nn.Module):
+    """score(s_{t-1}, h_i) for every i at once: query (B, Dq), keys (B, S, Dk) -> (B, S).
+
+    ``prepare(keys)`` does the part that depends on the keys only, once per
+    sentence (the additive score's W h); ``forward`` receives its result.
+    """
+
+    def __init__(self, query_dim: int, key_dim: int):
+        super().__init__()
+        self.query_dim, self.key_dim = query_dim, key_dim
+
+    def _check(self, query: torch.Tensor, keys: torch.Tensor) -> None:
+        if query.dim() != 2 or keys.dim() != 3 or query.shape[0] != keys.shape[0] \
+                or query.shape[1] != self.query_dim or keys.shape[2] != self.key_dim:
+            raise ValueError(f"{type(self).__name__} expects query (B, {self.query_dim}) and keys (B, S, {self.key_dim}), "
+                             f"got {tuple(query.shape)} and {tuple(keys.shape)}")
+
+    def prepare(self, keys: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+
+class _SameDim(Score):
+    def __init__(self, query_dim: int, key_dim: int):
+        if query_dim != key_dim:
+            raise ValueError(f"{type(self).__name__} compares s and h directly, so they need the same size; "
+                             f"got query_dim={query_dim}, key_dim={key_dim} (make the encoder's out_dim "
+                             f"equal the decoder's hidden size, or use the additive score)")
+        super().__init__(query_dim, key_dim)
+
+
+class DotScore(_SameDim):
+    """e_i = s · h_i."""
+
+    def forward(self, query, keys, prepared=None):
+        self._check(query, keys)
+        return torch.einsum("bd,bsd->bs", query, keys)
+
+
+class ScaledDotScore(_SameDim):
+    """e_i = s · h_i / sqrt(D): the dot score with its spread kept near 1."""
+
+    def forward(self, query, keys, prepared=None):
+        self._check(query, keys)
+        return torch.einsum("bd,bsd->bs", query, keys) / math.sqrt(self.key_dim)
+
+
+class CosineScore(_SameDim):
+    """Content-based: e_i = beta * cos(s, h_i). A cosine lies in [-1, 1], too flat for a
+    softmax to pick one position, so a learned sharpness ``beta`` (starting at
+    ``init_beta``) multiplies it, as in content-based addressing (Graves et al., 2014)."""
+
+    def __init__(self, query_dim: int, key_dim: int, init_beta: float = 5.0):
+        super().__init__(query_dim, key_dim)
+        self.beta = nn.Parameter(torch.tensor(float(init_beta)))
+
+    def forward(self, query, keys, prepared=None):
+        self._check(query, keys)
+        return self.beta * F.cosine_similarity(query[:, None, :], keys, dim=-1, eps=1e-6)
+
+
+class AdditiveScore(Score):
+    """Bahdanau's score: e_i = v^T tanh(U s + W h_i), a one-hidden-layer MLP on [s; h_i]."""
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int | None = None):
+        super().__init__(query_dim, key_dim)
+        attn_dim = attn_dim or query_dim
+        self.U = nn.Linear(query_dim, attn_dim, bias=False)
+        self.W = nn.Linear(key_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def prepare(self, keys):
+        return self.W(keys)                                                       # (B, S, A)
+
+    def forward(self, query, keys, prepared=None):
+        self._check(query, keys)
+        wh = self.W(keys) if prepared is None else prepared                       # (B, S, A)
+        return self.v(torch.tanh(self.U(query)[:, None, :] + wh)).squeeze(-1)    # (B, S)
+
+
+SCORES = {"cosine": CosineScore, "additive": AdditiveScore, "dot": DotScore, "scaled_dot": ScaledDotScore}
+
+
+def make_score(name: str, query_dim: int, key_dim: int) -> Score:
+    if name not in SCORES:
+        raise ValueError(f"unknown score {name!r}; choose one of {sorted(SCORES)}")
+    return SCORES[name](query_dim, key_dim)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim counting only positions where ``mask`` is True;
+    the weights at masked positions are exactly 0."""
+    if mask.shape != scores.shape or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be bool of shape {tuple(scores.shape)} (True = may attend), "
+                         f"got {mask.dtype} of shape {tuple(mask.shape)}")
+    return scores.masked_fill(~mask, float("-inf")).softmax(-1)
+
+
+def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
+           prepared: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eqs. 2.3-2.4: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk)."""
+    weights = masked_softmax(score(query, keys, prepared), mask)                 # (B, S)
+    context = torch.einsum("bs,bsd->bd", weights, keys)                          # (B, Dk)
+    return context, weights
+
+
+# --------------------------------------------------------------------------- #
+# Decoder (eq. 2.2 without attention, eq. 2.5 with it)
+# --------------------------------------------------------------------------- #
+
+class Decoder(nn.Module):
+    """s_t = g([emb(y_{t-1}); c_t], s_{t-1}); logits = Linear([s_t; c_t; emb(y_{t-1})]).
+
+    Without a score (``score=None``) c_t = c, the encoder's context, for every t
+    (eq. 2.2). With one, c_t is recomputed from s_{t-1} at every step (eqs. 2.3-2.5).
+    The first state is s_0 = tanh(W_init c).
+    """
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, enc_dim: int, cell: str = "gru",
+                 score: Score | None = None, dropout: float = 0.0, pad_id: int = PAD_ID):
+        super().__init__()
+        if cell not in ("gru", "lstm"):
+            raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        self.cell, self.hidden_dim, self.enc_dim, self.score = cell, hidden_dim, enc_dim, score
+        self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
+        self.dropout = nn.Dropout(dropout)
+        self.init_state = nn.Linear(enc_dim, hidden_dim)
+        if score is None:  # c is fixed, so the whole sequence can go through cuDNN/MKL's RNN in one call
+            rnn = nn.GRU if cell == "gru" else nn.LSTM
+            self.rnn = rnn(emb_dim + enc_dim, hidden_dim, batch_first=True)
+        else:  # c_t changes with s_{t-1}: one cell step at a time
+            self.rnn = nn.GRUCell(emb_dim + enc_dim, hidden_dim) if cell == "gru" else nn.LSTMCell(emb_dim + enc_dim, hidden_dim)
+        self.out = nn.Linear(hidden_dim + enc_dim + emb_dim, vocab_size)
+
+    def start(self, enc: EncoderOutput):
+        """s_0 from the context (for an LSTM, the cell state starts at zero)."""
+        s0 = torch.tanh(self.init_state(enc.context))                            # (B, H)
+        return s0 if self.cell == "gru" else (s0, torch.zeros_like(s0))
+
+    def _top(self, state) -> torch.Tensor:
+        return state if self.cell == "gru" else state[0]                         # (B, H)
+
+    def _run_sequence(self, x: torch.Tensor, state):
+        """nn.GRU/nn.LSTM over (B, T, in) from a cell-shaped state; returns (B, T, H) and the state."""
+        if self.cell == "gru":
+            s, h = self.rnn(x, state[None])
+            return s, h[0]
+        s, (h, c) = self.rnn(x, (state[0][None], state[1][None]))
+        return s, (h[0], c[0])
+
+    def forward(self, tgt_in: torch.Tensor, enc: EncoderOutput, state=None):
+        """Teacher forcing: y_{t-1} is the reference's previous token.
+        Returns logits (B, T, V), the final state and weights (B, T, S) (or None)."""
+        if tgt_in.dim() != 2 or tgt_in.shape[0] != enc.states.shape[0]:
+            raise ValueError(f"tgt_in must be (B, T) with B={enc.states.shape[0]} like the source, got {tuple(tgt_in.shape)}")
+        state = self.start(enc) if state is None else state
+        emb = self.dropout(self.embed(tgt_in))                                   # (B, T, E)
+        if self.score is None:  # c is the same at every step: run the RNN over the whole sequence
+            c = enc.context[:, None, :].expand(-1, tgt_in.shape[1], -1)          # (B, T, D_enc)
+            s, state = self._run_sequence(torch.cat([emb, c], -1), state)        # (B, T, H)
+            return self.out(torch.cat([s, c, emb], -1)), state, None
+        prepared = self.score.prepare(enc.states)
+        outs, cs, weights = [], [], []
+        for t in range(tgt_in.shape[1]):  # c_t needs s_{t-1}: one step at a time
+            c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)  # (B, D_enc), (B, S)
+            state = self.rnn(torch.cat([emb[:, t], c], -1), state)               # (B, H)
+            outs.append(self._top(state)), cs.append(c), weights.append(a)
+        s, c = torch.stack(outs, 1), torch.stack(cs, 1)                           # (B, T, H), (B, T, D_enc)
+        return self.out(torch.cat([s, c, emb], -1)), state, torch.stack(weights, 1)
+
+    def step(self, y_prev: torch.Tensor, state, enc: EncoderOutput, prepared=None):
+        """One decoding step from tokens y_{t-1} (B,): log-probs (B, V), new state, weights (B, S) or None."""
+        if self.score is None:
+            logits, state, w = self.forward(y_prev[:, None], enc, state)
+            logits = logits[:, 0]                                                # (B, V)
+        else:
+            logits, state, w = self._attn_step(y_prev, state, enc, prepared)
+        return logits.log_softmax(-1), state, w
+
+    def _attn_step(self, y_prev, state, enc, prepared):
+        emb = self.embed(y_prev)                                                 # (B, E)
+        c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)
+        state = self.rnn(torch.cat([emb, c], -1), state)
+        return self.out(torch.cat([self._top(state), c, emb], -1)), state, a
+
+
+class Seq2Seq(nn.Module):
+    """Encoder + decoder. ``attention=None`` gives the plain model of eq. 2.2; a score
+    name (``"additive"``, ``"dot"``, ``"scaled_dot"``, ``"cosine"``) gives eqs. 2.3-2.5.
+
+    ``enc_hidden`` is per direction; with ``bidirectional=True`` and
+    ``enc_hidden = dec_hidden // 2`` the h_i have the decoder's size, as the dot and
+    cosine scores need.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, emb_dim: int = 256, enc_hidden: int = 256,
+                 dec_hidden: int = 256, cell: str = "gru", bidirectional: bool = False,
+                 attention: str | None = None, dropout: float = 0.0):
+        super().__init__()
+        self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, emb_dim=emb_dim,
+                           enc_hidden=enc_hidden, dec_hidden=dec_hidden, cell=cell, bidirectional=bidirectional,
+                           attention=attention, dropout=dropout)
+        self.encoder = Encoder(src_vocab_size, emb_dim, enc_hidden, cell, bidirectional, dropout)
+        enc_dim = self.encoder.out_dim
+        score = None if attention is None else make_score(attention, dec_hidden, enc_dim)
+        self.decoder = Decoder(tgt_vocab_size, emb_dim, dec_hidden, enc_dim, cell, score, dropout)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+        return self.encoder(src, src_mask)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
+        """Teacher-forced logits (B, T, V) and attention weights (B, T, S) or None."""
+        if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"tgt_in must be (B, T) with the source's B={src.shape[0]}, got {tuple(tgt_in.shape)} "
+                             f"for src {tuple(src.shape)}")
+        logits, _, weights = self.decoder(tgt_in, self.encode(src, src_mask))
+        return logits, weights
+
+
+def seq2seq_loss(model: Seq2Seq, batch: PairBatch, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Teacher forcing: feed <bos> y_1 .. y_{n-1}, predict y_1 .. y_n <eos>; pads are ignored."""
+    logits, _ = model(batch.src, batch.src_mask, batch.tgt[:, :-1])              # (B, T-1, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
+                           ignore_index=PAD_ID, label_smoothing=label_smoothing)
+
+
+# --------------------------------------------------------------------------- #
+# Decoding
+# --------------------------------------------------------------------------- #
+
+def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
+    """Output length limit per sentence: ``max_len``, or by default 2 * source length + 10."""
+    return [max_len if max_len is not None else 2 * int(n) + 10 for n in src_len]
+
+
+@torch.no_grad()
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None = None,
+                  bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> tuple[list[list[int]], list[torch.Tensor | None]]:
+    """Pick the most probable token at every step until ``<eos>`` (or ``max_len`` tokens).
+
+    Returns per sentence the ids (ending with ``<eos>`` if it was produced, without
+    ``<bos>``) and the attention weights (n_out, S_real) of every step (None without attention).
+    """
+    was_training = model.training
+    model.eval()
+    enc = model.encode(src, src_mask)
+    dec = model.decoder
+    prepared = dec.score.prepare(enc.states) if dec.score is not None else None
+    B, lengths = src.shape[0], src_mask.sum(1)
+    state = dec.start(enc)
+    y = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    limits = _max_lens(lengths, max_len)
+    too_long = torch.tensor(limits, device=src.device)
+    ids, weights = [], []
+    for t in range(max(limits)):
+        logp, state, a = dec.step(y, state, enc, prepared)
+        y = logp.argmax(-1)                                                      # (B,)
+        ids.append(y), weights.append(a)
+        done = done | (y == eos_id) | (too_long <= t + 1)
+        if bool(done.all()):
+            break
+    ids_t = torch.stack(ids, 1).tolist()                                         # (B, n)
+    out_ids, out_w = [], []
+    for b in range(B):
+        seq = ids_t[b]
+        n = min(seq.index(eos_id) + 1 if eos_id in seq else len(seq), limits[b])
+        out_ids.append(seq[:n])
+        out_w.append(None if weights[0] is None else torch.stack([w[b, : lengths[b]] for w in weights[:n]]))
+    model.train(was_training)
+    return out_ids, out_w
+
+
+class Hypothesis(NamedTuple):
+    ids: list[int]                 # generated ids (no <bos>)
+    logp: float                    # sum of log-probabilities
+    weights: list[torch.Tensor]    # attention weights (S_real,) of every step ([] without attention)
+
+    def normalised(self, alpha: float) -> float:
+        return self.logp / (len(self.ids) ** alpha)
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_size: int = 5,
+                max_len: int | None = None, alpha: float = 1.0, bos_id: int = BOS_ID,
+                eos_id: int = EOS_ID) -> tuple[list[list[int]], list[torch.Tensor | None]]:
+    """Keep the ``beam_size`` most probable partial translations at every step.
+
+    A hypothesis that produces ``<eos>`` is finished; the search ends when
+    ``beam_size`` hypotheses are finished (or after ``max_len`` steps) and returns the
+    one with the best length-normalised score log p / length**alpha. Same outputs as
+    :func:`greedy_decode`; ``beam_size=1`` gives exactly greedy's translation.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    _check_ids_mask(src, src_mask, "src")
+    was_training = model.training
+    model.eval()
+    all_ids, all_w = [], []
+    for b in range(src.shape[0]):
+        n_src = int(src_mask[b].sum())
+        ids, w = _beam_one(model, src[b : b + 1, :n_src], src_mask[b : b + 1, :n_src], beam_size,
+                           _max_lens(src_mask[b : b + 1].sum(1), max_len)[0], alpha, bos_id, eos_id)
+        all_ids.append(ids), all_w.append(w)
+    model.train(was_training)
+    return all_ids, all_w
+
+
+def _beam_one(model, src, src_mask, k, max_len, alpha, bos_id, eos_id):
+    dec = model.decoder
+    enc = model.encode(src, src_mask)
+    prepared = dec.score.prepare(enc.states) if dec.score is not None else None
+    state = dec.start(enc)
+    alive = [Hypothesis([], 0.0, [])]
+    y = torch.tensor([bos_id], device=src.device)
+    finished: list[Hypothesis] = []
+    for _ in range(max_len):
+        n = len(alive)
+        enc_n = EncoderOutput(*(x.expand(n, *x.shape[1:]) for x in enc))
+        prep_n = None if prepared is None else prepared.expand(n, *prepared.shape[1:])
+        logp, state, a = dec.step(y, state, enc_n, prep_n)                      # (n, V)
+        total = torch.tensor([h.logp for h in alive], device=src.device)[:, None] + logp
+        top = total.flatten().topk(min(2 * k, total.numel()))
+        keep_rows, new_alive = [], []
+        for score, flat in zip(top.values.tolist(), top.indices.tolist()):
+            row, tok = divmod(flat, logp.shape[1])
+            h = alive[row]
+            new = Hypothesis(h.ids + [tok], score, h.weights + ([] if a is None else [a[row]]))
+            if tok == eos_id:
+                finished.append(new)
+            else:
+                new_alive.append(new), keep_rows.append(row)
+            if len(new_alive) == k:
+                break
+        if len(finished) >= k or not new_alive:
+            break
+        rows = torch.tensor(keep_rows, device=src.device)
+        state = state[rows] if dec.cell == "gru" else (state[0][rows], state[1][rows])
+        alive = new_alive
+        y = torch.tensor([h.ids[-1] for h in alive], device=src.device)
+    pool = finished or alive
+    best = max(pool, key=lambda h: h.normalised(alpha))
+    w = torch.stack(best.weights) if best.weights else None
+    return best.ids, w
+
+
+def make_decode_fn(model: Seq2Seq, method: str = "greedy", beam_size: int = 5, alpha: float = 1.0,
+                   max_len: int | None = None):
+    """A ``decode_fn(batch) -> list of id lists`` for :mod:`utils.translation`."""
+    if method not in ("greedy", "beam"):
+        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+
+    def decode(batch: PairBatch) -> list[list[int]]:
+        if method == "greedy":
+            return greedy_decode(model, batch.src, batch.src_mask, max_len)[0]
+        return beam_search(model, batch.src, batch.src_mask, beam_size, max_len, alpha)[0]
+
+    return decode

@@ -1,0 +1,258 @@
+"""Multi30k translation, independent of the model: data, batches, decoding, BLEU.
+
+Every translation model in the course (the RNNs of notebooks 02-03, the
+Transformer of notebook 08, the recipe scripts) plugs in the same way: it supplies
+a *decode function* ``decode_fn(batch: PairBatch) -> list[list[int]]`` that turns a
+batch of source sentences into target token ids (``<bos>``/``<eos>``/``<pad>`` may
+be included; they are stripped). Everything else lives here:
+
+- :func:`prepare_translation` tokenizes, builds vocabularies on the training split
+  only, encodes ``<bos> ... <eos>`` and keeps the raw sentences for sacreBLEU;
+- :func:`make_loader` batches sentences of similar length together (less padding);
+- :func:`translate`, :func:`evaluate_bleu` and :func:`bleu_by_length` score a model.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import torch
+from torch.utils.data import DataLoader, Sampler
+
+from .data import load_multi30k_pairs
+from .metrics import BLEUScore, bleu, tokenized_bleu
+from .text import PairBatch, PairDataset, Vocab, collate_pairs, detokenize, tokenize
+
+__all__ = [
+    "TranslationData", "prepare_translation", "LengthBucketSampler", "make_loader",
+    "DecodeFn", "translate", "postprocess", "BLEUResult", "evaluate_bleu", "bleu_by_length",
+    "DEFAULT_LENGTH_EDGES",
+]
+
+SPLITS = ("train", "val", "test")
+_DATA_SPLIT = {"train": "train", "val": "val", "test": "test_2016_flickr"}
+
+DecodeFn = Callable[[PairBatch], Sequence[Sequence[int]]]
+
+
+@dataclass
+class TranslationData:
+    """Everything a translation experiment needs, for one language direction.
+
+    ``pairs[split]`` holds the raw (source, target) strings, ``tokens[split]`` their
+    tokenizations and ``datasets[split]`` the id sequences, all in the same order.
+    """
+
+    src_lang: str
+    tgt_lang: str
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    datasets: dict[str, PairDataset]
+    pairs: dict[str, list[tuple[str, str]]]
+    tokens: dict[str, list[tuple[list[str], list[str]]]]
+    config: dict = field(default_factory=dict)
+
+    @property
+    def train(self) -> PairDataset:
+        return self.datasets["train"]
+
+    @property
+    def val(self) -> PairDataset:
+        return self.datasets["val"]
+
+    @property
+    def test(self) -> PairDataset:
+        return self.datasets["test"]
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{s}={len(d):,}" for s, d in self.datasets.items())
+        return (f"TranslationData({self.src_lang}->{self.tgt_lang}: {sizes}; "
+                f"vocab {self.src_lang}={len(self.src_vocab):,}, {self.tgt_lang}={len(self.tgt_vocab):,})")
+
+
+def prepare_translation(
+    src: str = "de",
+    tgt: str = "en",
+    min_freq: int = 2,
+    max_train_len: int | None = None,
+    train_subset: int | None = None,
+    max_eval_len: int | None = None,
+    seed: int = 0,
+) -> TranslationData:
+    """Load Multi30k in one direction and turn it into id sequences.
+
+    - ``max_train_len``: keep only training pairs whose source *and* target have at
+      most this many tokens (a fast, easy subset for in-notebook training).
+    - ``train_subset``: then keep this many training pairs, drawn at random with ``seed``.
+    - ``max_eval_len``: the same length filter for val/test (``None``, the default,
+      keeps the full held-out sets so scores are comparable with published ones).
+
+    Vocabularies are built on the (filtered) training split only; words seen fewer
+    than ``min_freq`` times there become ``<unk>``. Both sides are encoded as
+    ``<bos> w1 ... wn <eos>``.
+    """
+    for name, value in (("max_train_len", max_train_len), ("train_subset", train_subset), ("max_eval_len", max_eval_len)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be a positive int or None, got {value}")
+    pairs, tokens = {}, {}
+    for split in SPLITS:
+        raw = load_multi30k_pairs(_DATA_SPLIT[split], src, tgt)
+        toks = [(tokenize(s), tokenize(t)) for s, t in raw]
+        limit = max_train_len if split == "train" else max_eval_len
+        keep = [i for i, (s, t) in enumerate(toks) if s and t and (limit is None or (len(s) <= limit and len(t) <= limit))]
+        if split == "train" and train_subset is not None and train_subset < len(keep):
+            keep = sorted(random.Random(seed).sample(keep, train_subset))
+        pairs[split] = [raw[i] for i in keep]
+        tokens[split] = [toks[i] for i in keep]
+    src_vocab = Vocab.build((s for s, _ in tokens["train"]), min_freq=min_freq)
+    tgt_vocab = Vocab.build((t for _, t in tokens["train"]), min_freq=min_freq)
+    datasets = {
+        split: PairDataset(
+            [src_vocab.encode(s, add_bos=True, add_eos=True) for s, _ in tokens[split]],
+            [tgt_vocab.encode(t, add_bos=True, add_eos=True) for _, t in tokens[split]],
+        )
+        for split in SPLITS
+    }
+    config = dict(src=src, tgt=tgt, min_freq=min_freq, max_train_len=max_train_len,
+                  train_subset=train_subset, max_eval_len=max_eval_len, seed=seed)
+    return TranslationData(src, tgt, src_vocab, tgt_vocab, datasets, pairs, tokens, config)
+
+
+class LengthBucketSampler(Sampler[list[int]]):
+    """Batches of sentences of similar source length, in a seeded random order.
+
+    Indices are shuffled, cut into pools of ``pool_factor * batch_size``, each pool
+    is sorted by length and cut into batches, and the batches are shuffled. A new
+    order is drawn every epoch (epoch ``k`` uses seed ``seed + k``).
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool = True, seed: int = 0, pool_factor: int = 50):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.lengths, self.batch_size, self.shuffle, self.seed, self.pool_factor = list(lengths), batch_size, shuffle, seed, pool_factor
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        idx = list(range(len(self.lengths)))
+        rng = random.Random(self.seed + self.epoch)
+        self.epoch += 1
+        if not self.shuffle:  # deterministic: sort everything by length
+            idx.sort(key=lambda i: self.lengths[i])
+            yield from (idx[k:k + self.batch_size] for k in range(0, len(idx), self.batch_size))
+            return
+        rng.shuffle(idx)
+        pool = self.pool_factor * self.batch_size
+        batches = []
+        for k in range(0, len(idx), pool):
+            chunk = sorted(idx[k:k + pool], key=lambda i: self.lengths[i])
+            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+        rng.shuffle(batches)
+        yield from batches
+
+
+def make_loader(dataset: PairDataset, batch_size: int = 64, shuffle: bool = True, seed: int = 0, bucket: bool = True) -> DataLoader:
+    """A ``DataLoader`` of :class:`~utils.text.PairBatch` es.
+
+    ``bucket=True`` groups sentences of similar length (see :class:`LengthBucketSampler`);
+    ``bucket=False`` keeps the dataset order (or a seeded shuffle of it).
+    """
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(f"make_loader expects a utils.text.PairDataset, got {type(dataset).__name__}")
+    if len(dataset) == 0:
+        raise ValueError("make_loader got an empty dataset")
+    if bucket:
+        sampler = LengthBucketSampler([len(s) for s in dataset.src], batch_size, shuffle, seed)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_pairs)
+    g = torch.Generator().manual_seed(seed)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=g, collate_fn=collate_pairs)
+
+
+def postprocess(ids: Sequence[int], vocab: Vocab) -> list[str]:
+    """Model output ids -> tokens: stop at the first ``<eos>``, drop ``<bos>``/``<pad>``."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    return vocab.decode(list(ids))
+
+
+@torch.no_grad()
+def translate(decode_fn: DecodeFn, data: TranslationData, split: str = "test", batch_size: int = 128,
+              device: torch.device | str | None = None) -> list[list[str]]:
+    """Translate every sentence of ``split`` with ``decode_fn``; returns target
+    tokens per sentence, in the dataset's order (batches are length-sorted inside)."""
+    if split not in data.datasets:
+        raise ValueError(f"unknown split {split!r}; choose one of {list(data.datasets)}")
+    from .training import to_device
+
+    ds = data.datasets[split]
+    out: list[list[str] | None] = [None] * len(ds)
+    for idx in LengthBucketSampler([len(s) for s in ds.src], batch_size, shuffle=False):
+        batch = collate_pairs([ds[i] for i in idx])
+        if device is not None:
+            batch = to_device(batch, device)
+        hyps = decode_fn(batch)
+        if len(hyps) != len(idx):
+            raise ValueError(f"decode_fn returned {len(hyps)} sequences for a batch of {len(idx)}")
+        for i, h in zip(idx, hyps):
+            out[i] = postprocess(h, data.tgt_vocab)
+    return out  # type: ignore[return-value]
+
+
+def _detok_for_sacrebleu(tokens: Sequence[str]) -> str:
+    """Our tokens are lower-cased; capitalise the first letter as the captions do
+    (a one-line truecaser) so case-sensitive sacreBLEU is not penalised for it."""
+    text = detokenize(tokens)
+    return text[:1].upper() + text[1:]
+
+
+@dataclass
+class BLEUResult:
+    tokenized: BLEUScore           # corpus BLEU-4 on lower-cased tokens (bentrevett's metric)
+    sacrebleu: BLEUScore           # sacreBLEU, detokenized output vs raw references
+    hypotheses: list[list[str]]    # the translations, as tokens
+    references: list[list[str]]    # the references, as tokens
+
+    def __str__(self) -> str:
+        return f"tokenized BLEU {self.tokenized.score:.2f} | sacreBLEU {self.sacrebleu.score:.2f}"
+
+
+def evaluate_bleu(decode_fn: DecodeFn, data: TranslationData, split: str = "test", batch_size: int = 128,
+                  device: torch.device | str | None = None, hypotheses: list[list[str]] | None = None) -> BLEUResult:
+    """Translate ``split`` and score it both ways (pass ``hypotheses`` to skip translating)."""
+    hyps = hypotheses if hypotheses is not None else translate(decode_fn, data, split, batch_size, device)
+    refs = [t for _, t in data.tokens[split]]
+    raw_refs = [t for _, t in data.pairs[split]]
+    tok = tokenized_bleu(hyps, refs)
+    sacre = bleu([_detok_for_sacrebleu(h) for h in hyps], raw_refs)
+    return BLEUResult(tok, sacre, hyps, refs)
+
+
+DEFAULT_LENGTH_EDGES = (1, 9, 12, 15, 18, 1000)
+
+
+def bleu_by_length(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]], src_lengths: Sequence[int],
+                   edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> list[dict]:
+    """Tokenized corpus BLEU of the sentences in each source-length bucket.
+
+    Bucket ``k`` holds sentences with ``edges[k] <= length < edges[k+1]`` (lengths in
+    tokens, without ``<bos>``/``<eos>``). Returns one dict per non-empty bucket:
+    ``{"lo", "hi", "n", "bleu", "mean_len"}``.
+    """
+    if not (len(hypotheses) == len(references) == len(src_lengths)):
+        raise ValueError(f"need as many hypotheses ({len(hypotheses)}), references ({len(references)}) "
+                         f"and source lengths ({len(src_lengths)})")
+    if len(edges) < 2 or any(a >= b for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"edges must be at least two strictly increasing ints, got {edges}")
+    rows = []
+    for lo, hi in zip(edges, edges[1:]):
+        idx = [i for i, n in enumerate(src_lengths) if lo <= n < hi]
+        if not idx:
+            continue
+        score = tokenized_bleu([hypotheses[i] for i in idx], [references[i] for i in idx]).score
+        rows.append(dict(lo=lo, hi=hi, n=len(idx), bleu=score, mean_len=sum(src_lengths[i] for i in idx) / len(idx)))
+    return rows
