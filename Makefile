@@ -34,8 +34,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP) && \
 	echo "install: done in $$(( $$(date +%s) - start )) s"
 
+# (--allow-root only when run as root, e.g. in a container, where Jupyter refuses to start otherwise)
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(STAMP)
 	@start=$$(date +%s); \
