@@ -248,3 +248,54 @@ def test_masks_combine_causal_and_padding():
     m = combine_masks(key_padding_mask(ids), causal_mask(4))
     assert m.shape == (1, 1, 4, 4)
     assert m[0, 0, 3].tolist() == [True, True, False, False]
+
+
+def test_translation_loss_ignores_padding_and_matches_cross_entropy():
+    from utils.text import collate_pairs
+    from utils.transformer import translation_loss
+
+    model = tiny()
+    pairs = [([BOS, 5, 6, 7, EOS], [BOS, 8, 9, EOS]), ([BOS, 5, EOS], [BOS, 10, 11, 12, 13, EOS])]
+    batch = collate_pairs(pairs)
+    loss = translation_loss(model, batch)
+    # one sentence at a time, token-weighted: the batch loss is the mean over real target tokens
+    total, n = 0.0, 0
+    for src, tgt in pairs:
+        logits = model(torch.tensor([src]), torch.tensor([tgt[:-1]]))[0]
+        total += nn.functional.cross_entropy(logits, torch.tensor(tgt[1:]), reduction="sum").item()
+        n += len(tgt) - 1
+    assert loss.item() == pytest.approx(total / n, rel=1e-5)
+    assert translation_loss(model, batch, label_smoothing=0.1).item() > 0
+
+
+def test_make_decode_fn_greedy_and_beam():
+    from utils.text import collate_pairs
+    from utils.transformer import make_decode_fn
+
+    model = tiny()
+    batch = collate_pairs([([BOS, 5, 6, 7, EOS], [BOS, EOS]), ([BOS, 9, EOS], [BOS, EOS])])
+    greedy = make_decode_fn(model, "greedy", max_len=6)(batch)
+    assert greedy == greedy_decode(model, batch.src, 6, BOS, EOS)
+    assert make_decode_fn(model, "beam", beam_size=1, max_len=6)(batch) == greedy
+    with pytest.raises(ValueError, match="greedy"):
+        make_decode_fn(model, "sampling")
+
+
+def test_attention_maps_shapes_masks_and_rows():
+    from utils.transformer import attention_maps
+
+    model = tiny()
+    src = random_src()                                       # (3, 7), lengths 7, 4, 5
+    tgt = torch.tensor([[BOS, 5, 6, 7], [BOS, 8, 0, 0], [BOS, 9, 10, 0]])
+    maps = attention_maps(model, src, tgt)
+    L, H = 2, 4
+    assert maps["encoder"].shape == (L, 3, H, 7, 7)
+    assert maps["decoder"].shape == (L, 3, H, 4, 4) and maps["cross"].shape == (L, 3, H, 4, 7)
+    for kind in maps:
+        assert torch.allclose(maps[kind].sum(-1), torch.ones(maps[kind].shape[:-1]), atol=1e-5)
+    assert maps["decoder"].triu(1).abs().max() == 0         # nothing from the future
+    assert maps["cross"][:, 1, :, :, 4:].abs().max() == 0    # nothing from source padding
+    assert maps["encoder"][:, 1, :, :, 4:].abs().max() == 0
+    # the maps are the weights the forward pass really used: the last cross-attention matches
+    model(src, tgt)
+    assert torch.allclose(maps["cross"][-1], model.decoder.layers[-1].cross_weights)

@@ -14,7 +14,8 @@ against the version here, and later notebooks import it from here.
 - ``utils.attention``  scaled dot-product attention, masks, multi-head attention
 - ``utils.positional`` sinusoidal and learned positional encodings
 - ``utils.transformer`` the encoder-decoder Transformer with cached incremental decoding
-- ``utils.explorers``, ``utils.explorers_transformer``  figures behind the notebooks' widgets
+- ``utils.schedule``   the Transformer's warm-up learning-rate schedule and Adam settings
+- ``utils.explorers_rnn``, ``utils.explorers``, ``utils.explorers_transformer``  figures behind the notebooks' widgets
 """
 
 __version__ = "0.1.0"

@@ -1,5 +1,5 @@
-"""Explorers for notebook 07 (the Transformer block): plotting functions that the notebook
-calls once statically and then offers through ``ipywidgets.interact``."""
+"""Explorers for notebooks 07 (the Transformer block) and 08 (translation): plotting
+functions that a notebook calls once statically and then offers through ``ipywidgets.interact``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from utils.transformer import EncoderLayer
+from utils.plotting import plot_attention
+from utils.text import Vocab, tokenize
+from utils.transformer import EncoderLayer, Transformer, attention_maps, beam_search, greedy_decode
 
-__all__ = ["gradient_norms_by_depth", "plot_gradient_norms"]
+__all__ = ["gradient_norms_by_depth", "plot_gradient_norms", "translate_sentence", "plot_translation"]
 
 MODES = ("post-LN", "pre-LN", "no residual")
 
@@ -56,5 +58,54 @@ def plot_gradient_norms(depth: int = 24, d_model: int = 32, log_scale: bool = Tr
     ax.set_ylabel("‖∂loss/∂W₁‖ of the layer's FFN")
     ax.set_title(f"gradient norm by depth ({depth} layers, d_model = {d_model})")
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def translate_sentence(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, sentence: str, method: str = "greedy",
+                       beam_size: int = 4, max_len: int | None = None) -> dict:
+    """Translate one raw sentence and collect the attention maps of the translation.
+
+    Returns ``{"src": source tokens with <bos>/<eos>, "out": output tokens, "rows": the token
+    each decoder position produced (the output, then <eos> if it stopped), "maps": attention_maps
+    of the teacher-forced pass over <bos> + output}``."""
+    if method not in ("greedy", "beam"):
+        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+    words = tokenize(sentence)
+    if not words:
+        raise ValueError("the sentence has no words to translate")
+    device = next(model.parameters()).device
+    src = torch.tensor([src_vocab.encode(words, add_bos=True, add_eos=True)], device=device)  # (1, S)
+    n = max_len or 2 * src.shape[1] + 10
+    if method == "greedy":
+        ids = greedy_decode(model, src, n, tgt_vocab.bos_id, tgt_vocab.eos_id)[0]
+    else:
+        ids = beam_search(model, src, beam_size, n, tgt_vocab.bos_id, tgt_vocab.eos_id)[0]
+    stopped = len(ids) < n
+    tgt_in = torch.tensor([[tgt_vocab.bos_id] + ids], device=device)  # (1, T)
+    maps = attention_maps(model, src, tgt_in)
+    out = [tgt_vocab.itos[i] for i in ids]
+    return dict(src=[src_vocab.itos[i] for i in src[0].tolist()], out=out,
+                rows=out + (["<eos>"] if stopped else [""]), maps=maps)
+
+
+def plot_translation(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, sentence: str, method: str = "greedy",
+                     layer: int = -1, head: int | None = None) -> plt.Figure:
+    """Translate ``sentence`` and draw the decoder's cross-attention of one ``layer`` (negative
+    counts from the top) and one ``head`` (None: the mean over heads): one row per output token,
+    one column per source token."""
+    L, H = len(model.decoder.layers), model.cfg.num_heads
+    if not -L <= layer < L:
+        raise ValueError(f"layer must be in [{-L}, {L - 1}] for a {L}-layer decoder, got {layer}")
+    if head is not None and not 0 <= head < H:
+        raise ValueError(f"head must be None (mean over heads) or in [0, {H - 1}], got {head}")
+    t = translate_sentence(model, src_vocab, tgt_vocab, sentence, method)
+    cross = t["maps"]["cross"][layer, 0]                  # (H, T, S)
+    w = cross.mean(0) if head is None else cross[head]   # (T, S)
+    fig, ax = plt.subplots(figsize=(0.5 * len(t["src"]) + 3, 0.4 * len(t["rows"]) + 2))
+    which = f"layer {layer % L}, " + ("mean of heads" if head is None else f"head {head}")
+    plot_attention(w, t["rows"], t["src"], ax=ax, title=f"{' '.join(t['out'])}\n(cross-attention, {which})")
+    ax.set_xlabel("German source")
+    ax.set_ylabel("English output")
     fig.tight_layout()
     return fig

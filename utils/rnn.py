@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .text import PairBatch
+from .training import to_device
 
 __all__ = [
     "Encoder", "EncoderOutput", "Score", "CosineScore", "AdditiveScore", "DotScore", "ScaledDotScore",
@@ -448,6 +449,7 @@ def make_decode_fn(model: Seq2Seq, method: str = "greedy", beam_size: int = 5, a
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
 
     def decode(batch: PairBatch) -> list[list[int]]:
+        batch = to_device(batch, next(model.parameters()).device)
         if method == "greedy":
             return greedy_decode(model, batch.src, batch.src_mask, max_len)[0]
         return beam_search(model, batch.src, batch.src_mask, beam_size, max_len, alpha)[0]

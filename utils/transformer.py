@@ -43,6 +43,9 @@ __all__ = [
     "beam_search",
     "parameter_breakdown",
     "load_from_torch",
+    "translation_loss",
+    "make_decode_fn",
+    "attention_maps",
 ]
 
 Cache = list[dict[str, torch.Tensor]]  # one dict per decoder layer: self_k, self_v, cross_k, cross_v
@@ -391,6 +394,67 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
     results = [_beam_one(model, src[b:b + 1], beam_size, max_len, bos_id, eos_id, length_penalty) for b in range(src.shape[0])]
     tokens = [r[0] for r in results]
     return (tokens, [r[1] for r in results]) if return_attention else tokens
+
+
+# --------------------------------------------------------------------------- translation glue
+
+
+def translation_loss(model: Transformer, batch, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Teacher forcing on a :class:`~utils.text.PairBatch`: feed ``<bos> y1 .. y(n-1)``, predict
+    ``y1 .. yn <eos>`` at every position at once; ``<pad>`` targets are ignored."""
+    logits = model(batch.src, batch.tgt[:, :-1])  # (B, T-1, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
+                           ignore_index=model.cfg.pad_id, label_smoothing=label_smoothing)
+
+
+def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 4, length_penalty: float = 0.6,
+                   max_len: int | None = None, bos_id: int = 2, eos_id: int = 3):
+    """A ``decode_fn(batch) -> list of id lists`` for :mod:`utils.translation`. Outputs are
+    at most ``max_len`` tokens (default: 2 × the batch's source length + 10)."""
+    if method not in ("greedy", "beam"):
+        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+
+    def decode(batch) -> list[list[int]]:
+        src = batch.src.to(next(model.parameters()).device)  # (B, S)
+        n = max_len if max_len is not None else 2 * batch.src.shape[1] + 10
+        if method == "greedy":
+            return greedy_decode(model, src, n, bos_id, eos_id)
+        return beam_search(model, src, beam_size, n, bos_id, eos_id, length_penalty)
+
+    return decode
+
+
+@torch.no_grad()
+def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Run one teacher-forced forward pass and return every attention map, per layer and head:
+    ``"encoder"`` (L, B, H, S, S) encoder self-attention, ``"decoder"`` (L, B, H, T, T) masked
+    decoder self-attention, ``"cross"`` (L, B, H, T, S) decoder-over-encoder attention.
+    ``tgt_in`` starts with <bos> (e.g. <bos> + a translation), as in training."""
+    maps: dict[str, list[torch.Tensor]] = {"encoder": [], "decoder": [], "cross": []}
+    handles = []
+
+    def want_weights(module, args, kwargs):  # whatever the layer asked for, keep the weights
+        return args, {**kwargs, "need_weights": True}
+
+    def keep(kind):
+        return lambda module, args, output: maps[kind].append(output[1])
+
+    for layer in model.encoder.layers:
+        handles.append(layer.self_attn.register_forward_pre_hook(want_weights, with_kwargs=True))
+        handles.append(layer.self_attn.register_forward_hook(keep("encoder")))
+    for layer in model.decoder.layers:
+        for attn, kind in ((layer.self_attn, "decoder"), (layer.cross_attn, "cross")):
+            handles.append(attn.register_forward_pre_hook(want_weights, with_kwargs=True))
+            handles.append(attn.register_forward_hook(keep(kind)))
+    was_training = model.training
+    model.eval()
+    try:
+        model(src, tgt_in)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+    return {kind: torch.stack(ws) for kind, ws in maps.items()}
 
 
 # --------------------------------------------------------------------------- parameters and nn.Transformer

@@ -1,0 +1,58 @@
+"""Tests for utils.schedule: the warm-up formula and its torch scheduler."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from utils.schedule import peak_lr, transformer_adam, transformer_lr, warmup_scheduler
+
+
+@given(d_model=st.integers(1, 4096), warmup=st.integers(1, 10_000), step=st.integers(1, 100_000))
+@settings(max_examples=200, deadline=None)
+def test_formula_pieces(d_model, warmup, step):
+    lr = transformer_lr(step, d_model, warmup)
+    if step <= warmup:  # linear growth
+        assert lr == pytest.approx(step * d_model ** -0.5 * warmup ** -1.5)
+    else:               # inverse square root decay
+        assert lr == pytest.approx(d_model ** -0.5 / math.sqrt(step))
+    assert lr <= peak_lr(d_model, warmup) * (1 + 1e-12)
+
+
+def test_peak_is_at_warmup_and_paper_value():
+    lrs = [transformer_lr(s, 512, 4000) for s in range(1, 20_001)]
+    assert max(range(len(lrs)), key=lrs.__getitem__) + 1 == 4000
+    assert max(lrs) == pytest.approx(7.0e-4, rel=0.01)  # the base model's peak: 1/sqrt(512·4000)
+    assert transformer_lr(0, 512, 4000) == transformer_lr(1, 512, 4000) > 0
+
+
+def test_scheduler_drives_the_optimizer_lr():
+    p = torch.nn.Parameter(torch.zeros(3))
+    for base_lr in (1.0, 3e-4):  # the optimiser's own lr is replaced, whatever it was
+        opt = torch.optim.SGD([p], lr=base_lr)
+        sched = warmup_scheduler(opt, d_model=64, warmup=10, factor=2.0)
+        seen = []
+        for _ in range(30):
+            seen.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sched.step()
+        assert seen == pytest.approx([transformer_lr(s, 64, 10, 2.0) for s in range(1, 31)])
+
+
+def test_transformer_adam_is_the_papers():
+    opt, sched = transformer_adam([torch.nn.Parameter(torch.zeros(2))], d_model=512, warmup=4000)
+    g = opt.param_groups[0]
+    assert g["betas"] == (0.9, 0.98) and g["eps"] == 1e-9
+    assert g["lr"] == pytest.approx(transformer_lr(1, 512, 4000))
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="warmup"):
+        transformer_lr(1, 512, 0)
+    with pytest.raises(ValueError, match="step"):
+        transformer_lr(-1, 512, 10)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
+    with pytest.raises(ValueError, match="lr"):
+        warmup_scheduler(opt, 512, 10)

@@ -1,0 +1,55 @@
+"""The Transformer's learning-rate schedule: linear warm-up, then 1/√step decay.
+
+"Attention Is All You Need" (section 5.3) trains with Adam(β1=0.9, β2=0.98, ε=1e-9) and
+
+    lr(step) = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
+
+which grows linearly for ``warmup`` steps, peaks at ``d_model^-0.5 · warmup^-0.5`` and then
+decays like ``step^-0.5``. :func:`transformer_lr` is the formula; :func:`warmup_scheduler`
+wraps it in a ``torch.optim.lr_scheduler.LambdaLR`` so the training loop only calls
+``scheduler.step()`` after each optimiser step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["transformer_lr", "warmup_scheduler", "transformer_adam", "peak_lr"]
+
+
+def transformer_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
+    """``factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`` for step ≥ 1
+    (step 0 is treated as step 1, so the very first update is not zero)."""
+    if d_model < 1 or warmup < 1:
+        raise ValueError(f"d_model and warmup must be >= 1, got d_model={d_model}, warmup={warmup}")
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    step = max(step, 1)
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int,
+                     factor: float = 1.0) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` that sets every parameter group's learning rate to
+    ``transformer_lr(step + 1, d_model, warmup, factor)`` (the lr the optimiser was created
+    with is replaced, not scaled). Call ``scheduler.step()`` after every ``optimizer.step()``."""
+    transformer_lr(1, d_model, warmup, factor)  # validate the arguments now, not at the first step
+    base = [group["lr"] for group in optimizer.param_groups]
+    if any(b <= 0 for b in base):
+        raise ValueError(f"the optimiser's lr must be > 0 (it is divided out), got {base}")
+    lambdas = [lambda step, b=b: transformer_lr(step + 1, d_model, warmup, factor) / b for b in base]
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+
+
+def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0
+                     ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
+    """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule."""
+    opt = torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    return opt, warmup_scheduler(opt, d_model, warmup, factor)
+
+
+def peak_lr(d_model: int, warmup: int, factor: float = 1.0) -> float:
+    """The schedule's highest rate, reached at ``step == warmup``: factor / √(d_model · warmup)."""
+    return factor / math.sqrt(d_model * warmup)
