@@ -114,9 +114,9 @@ class EncoderLayer(nn.Module):
         """x (B, S, D); src_mask bool broadcastable to (B, H, S, S), e.g. key_padding_mask(src)."""
         if self.pre_norm:
             h = self.norm1(x)
-            x = x + self.dropout(self.self_attn(h, h, h, src_mask)[0])
+            x = x + self.dropout(self.self_attn(h, h, h, src_mask, need_weights=False)[0])
             return x + self.dropout(self.ff(self.norm2(x)))
-        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, src_mask)[0]))
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, src_mask, need_weights=False)[0]))
         return self.norm2(x + self.dropout(self.ff(x)))
 
 
@@ -142,7 +142,7 @@ class DecoderLayer(nn.Module):
     def _self_attention(self, x: torch.Tensor, mask: torch.Tensor | None, cache: dict | None) -> torch.Tensor:
         a = self.self_attn
         if cache is None:
-            return a(x, x, x, mask)[0]
+            return a(x, x, x, mask, need_weights=False)[0]  # fused kernel; attention_maps() can still get the weights
         k, v = a.split_heads(a.k_proj(x)), a.split_heads(a.v_proj(x))  # (B, H, T_new, dh)
         if "self_k" in cache:
             k, v = torch.cat([cache["self_k"], k], dim=2), torch.cat([cache["self_v"], v], dim=2)
@@ -255,7 +255,8 @@ class Transformer(nn.Module):
         (from :meth:`new_cache`), ``tgt`` holds only the tokens not yet seen and ``offset`` is
         how many were."""
         if cache is not None and cache[0].get("self_k") is not None and cache[0]["self_k"].shape[2] != offset:
-            raise ValueError(f"the cache holds {cache[0]['self_k'].shape[2]} positions but offset={offset}")
+            raise ValueError(f"offset={offset}, but the cache already holds positions 0..{cache[0]['self_k'].shape[2] - 1}: "
+                             f"the new tokens must start at position {cache[0]['self_k'].shape[2]}")
         x = self.decoder(self.embed(self.tgt_embed, tgt, offset), memory, src_mask, cache, offset)
         return self.out_proj(x)
 
