@@ -299,3 +299,14 @@ def test_attention_maps_shapes_masks_and_rows():
     # the maps are the weights the forward pass really used: the last cross-attention matches
     model(src, tgt)
     assert torch.allclose(maps["cross"][-1], model.decoder.layers[-1].cross_weights)
+
+
+def test_wrong_offset_with_a_cache_is_refused():
+    model = tiny()
+    src = random_src()
+    memory, mask = model.encode(src), model.src_mask(src)
+    cache = model.new_cache()
+    model.decode(torch.full((3, 1), BOS), memory, mask, cache, offset=0)
+    with pytest.raises(ValueError, match="must start at position 1"):
+        model.decode(torch.full((3, 1), 5), memory, mask, cache, offset=0)  # forgot to advance the position
+    assert model.decode(torch.full((3, 1), 5), memory, mask, cache, offset=1).shape == (3, 1, 19)
