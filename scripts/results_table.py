@@ -12,8 +12,12 @@ model on one plot, the shape of Bahdanau et al. (2015), Figure 2.
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from utils.translation import load_run_results  # noqa: E402
 
 MODELS = {  # run folder -> label, in course order
     "seq2seq": "GRU encoder–decoder (notebook 02)",
@@ -27,9 +31,8 @@ def load_results(runs: Path) -> dict[str, dict]:
     """The ``results.json`` of each model in ``runs`` that has one, in course order."""
     found = {}
     for name in MODELS:
-        path = runs / name / "results.json"
-        if path.exists():
-            found[name] = json.loads(path.read_text())
+        if (runs / name / "results.json").exists():
+            found[name] = load_run_results(name, runs)
     if not found:
         raise FileNotFoundError(f"no {runs}/<model>/results.json for any of {sorted(MODELS)}; "
                                 "run scripts/train_translation.py first")

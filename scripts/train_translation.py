@@ -40,9 +40,9 @@ from utils.translation import bleu_by_length, evaluate_bleu, make_loader, prepar
 # paper's way (Adam β2 0.98, warm-up schedule, label smoothing 0.1), output tied to the
 # target embedding.
 RECIPES = {
-    "seq2seq": dict(attention=None, emb=256, hidden=512, dropout=0.5, lr=1e-3, batch=128, epochs=12,
+    "seq2seq": dict(attention=None, emb=256, hidden=512, dropout=0.5, lr=1e-3, batch=128, epochs=10,
                     label_smoothing=0.0, beam=5),
-    "attention": dict(attention="additive", emb=256, hidden=512, dropout=0.5, lr=1e-3, batch=128, epochs=12,
+    "attention": dict(attention="additive", emb=256, hidden=512, dropout=0.5, lr=1e-3, batch=128, epochs=9,
                       label_smoothing=0.0, beam=5),
     "transformer": dict(d_model=256, heads=8, layers=3, d_ff=512, dropout=0.1, warmup=1000, lr_factor=0.7,
                         batch=128, epochs=15, label_smoothing=0.1, beam=4, length_penalty=0.6),

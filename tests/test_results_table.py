@@ -12,6 +12,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import results_table  # noqa: E402
 
+from utils.translation import load_run_results  # noqa: E402
+
 
 def fake_results(greedy: float, beam: float | None) -> dict:
     test = {"greedy": {"tokenized_bleu": greedy, "sacrebleu": greedy - 1.5}}
@@ -19,8 +21,8 @@ def fake_results(greedy: float, beam: float | None) -> dict:
         test["beam4"] = {"tokenized_bleu": beam, "sacrebleu": beam - 1.0}
     by_length = [{"lo": 1, "hi": 9, "n": 10, "bleu": greedy + 2, "mean_len": 7.0},
                  {"lo": 9, "hi": 1000, "n": 5, "bleu": greedy - 4, "mean_len": 14.0}]
-    return dict(parameters=7_481_344, epochs_run=15, train_seconds=5966.2, hardware="CPU: test", test=test,
-                bleu_by_length=by_length)
+    return dict(parameters=7_481_344, epochs_run=15, train_seconds=5966.2, epoch_seconds=[397.7] * 15,
+                hardware="CPU: test", test=test, bleu_by_length=by_length)
 
 
 def test_table_and_figure_from_runs(tmp_path, capsys):
@@ -49,3 +51,32 @@ def test_readme_table_is_the_committed_results():
     readme = (ROOT / "README.md").read_text()
     for row in results_table.markdown_table(results_table.load_results(runs)).splitlines()[2:]:
         assert row in readme, f"README's results table is stale; rerun scripts/results_table.py:\n{row}"
+
+
+def test_committed_runs_are_the_recipes_readme_commands_run():
+    """`python scripts/train_translation.py --model M` (the README's command) reproduces the committed run:
+    the same recipe, on the whole training split, scored on the whole test set."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_translation", ROOT / "scripts" / "train_translation.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    runs = ROOT / "runs"
+    committed = [name for name in results_table.MODELS if (runs / name / "results.json").exists()]
+    if not committed:
+        pytest.skip("no committed full-data results")
+    for name in committed:
+        r = load_run_results(name, runs)
+        assert r["recipe"] == script.RECIPES[name], f"{name}: RECIPES differs from the committed run's recipe"
+        assert r["epochs_run"] == r["recipe"]["epochs"] == len(r["epoch_seconds"])
+        assert r["data"]["train_subset"] is None and r["data"]["max_train_len"] is None
+        assert r["data"]["max_eval_len"] is None and sum(b["n"] for b in r["bleu_by_length"]) == 1000
+
+
+def test_load_run_results_says_what_to_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="train_translation.py --model attention"):
+        load_run_results("attention", tmp_path)
+    (tmp_path / "seq2seq").mkdir()
+    (tmp_path / "seq2seq" / "results.json").write_text(json.dumps({"test": {}}))
+    with pytest.raises(ValueError, match="bleu_by_length"):
+        load_run_results("seq2seq", tmp_path)

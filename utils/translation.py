@@ -14,9 +14,11 @@ be included; they are stripped). Everything else lives here:
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import torch
@@ -29,7 +31,7 @@ from .text import PairBatch, PairDataset, Vocab, collate_pairs, detokenize, toke
 __all__ = [
     "TranslationData", "prepare_translation", "LengthBucketSampler", "make_loader",
     "DecodeFn", "translate", "postprocess", "BLEUResult", "evaluate_bleu", "bleu_by_length",
-    "DEFAULT_LENGTH_EDGES",
+    "DEFAULT_LENGTH_EDGES", "RUNS_DIR", "load_run_results",
 ]
 
 SPLITS = ("train", "val", "test")
@@ -256,3 +258,25 @@ def bleu_by_length(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
         score = tokenized_bleu([hypotheses[i] for i in idx], [references[i] for i in idx]).score
         rows.append(dict(lo=lo, hi=hi, n=len(idx), bleu=score, mean_len=sum(src_lengths[i] for i in idx) / len(idx)))
     return rows
+
+
+# Where scripts/train_translation.py writes the full-data runs (the repository's runs/ folder).
+RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
+
+
+def load_run_results(model: str, runs: str | Path | None = None) -> dict:
+    """The ``results.json`` of one full-data run (``seq2seq``, ``attention`` or ``transformer``).
+
+    Notebooks use it to put the full-data numbers (too slow to train in a notebook on a
+    CPU) beside their own small runs; every number in it was measured by
+    ``scripts/train_translation.py``.
+    """
+    path = Path(runs if runs is not None else RUNS_DIR) / model / "results.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no full-data results at {path}; train them with "
+                                f"`python scripts/train_translation.py --model {model}`")
+    results = json.loads(path.read_text())
+    missing = {"test", "bleu_by_length", "epoch_seconds", "parameters"} - set(results)
+    if missing:
+        raise ValueError(f"{path} lacks {sorted(missing)}; was it written by scripts/train_translation.py?")
+    return results
