@@ -15,7 +15,8 @@ against the version here, and later notebooks import it from here.
 - ``utils.positional`` sinusoidal and learned positional encodings
 - ``utils.transformer`` the encoder-decoder Transformer with cached incremental decoding
 - ``utils.schedule``   the Transformer's warm-up learning-rate schedule and Adam settings
-- ``utils.explorers_rnn``, ``utils.explorers``, ``utils.explorers_transformer``  figures behind the notebooks' widgets
+- ``utils.gpt``        a GPT-style decoder-only language model: character tokenizer, batches, sampling with a cache
+- ``utils.explorers_rnn``, ``utils.explorers``, ``utils.explorers_transformer``, ``utils.explorers_gpt``  figures behind the notebooks' widgets
 """
 
 __version__ = "0.1.0"

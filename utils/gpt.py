@@ -1,0 +1,299 @@
+"""A GPT-style decoder-only language model, small and readable (nanoGPT's ``model.py`` is the bar).
+
+Top to bottom:
+
+- :class:`CharTokenizer` maps characters to ids and back (tiny-shakespeare has 65 of them);
+- :func:`split_text` cuts one long text into train / validation / **test** parts, in order;
+- :func:`get_batch` draws random windows of ``block_size + 1`` tokens: inputs and next-token targets;
+- :class:`GPTConfig` holds every size; :class:`Block` is the pre-LN Transformer block of GPT-2:
+  ``x + attn(ln1(x))`` with a causal mask, then ``x + mlp(ln2(x))``; the MLP is
+  ``Linear(d, 4d) -> GELU -> Linear(4d, d)``;
+- :class:`GPT` adds token and learned position embeddings, N blocks, a final LayerNorm and the
+  output layer (tied to the token embedding);
+- :func:`generate` samples with temperature and top-k, with a key/value cache: after the prompt,
+  each step feeds one token **at its own position** and appends its keys and values; when the text
+  outgrows ``block_size`` the window slides and is recomputed, exactly as without the cache.
+
+Masks follow :mod:`utils.attention`: boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+
+__all__ = ["CharTokenizer", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
+           "top_k_filter", "estimate_loss", "gpt_parameter_count", "block_from_torch"]
+
+
+class CharTokenizer:
+    """Character-level tokenizer: one id per distinct character of ``text``, in sorted order."""
+
+    def __init__(self, text: str):
+        if not text:
+            raise ValueError("CharTokenizer needs a non-empty text to build its vocabulary from")
+        self.chars = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, s: str) -> list[int]:
+        unknown = sorted(set(s) - self.stoi.keys())
+        if unknown:
+            raise ValueError(f"characters not in the vocabulary of {len(self)}: {unknown!r}")
+        return [self.stoi[c] for c in s]
+
+    def decode(self, ids) -> str:
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        bad = [i for i in ids if not 0 <= i < len(self)]
+        if bad:
+            raise ValueError(f"ids must be in [0, {len(self)}), got {bad[:5]}")
+        return "".join(self.chars[i] for i in ids)
+
+
+def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1) -> dict[str, torch.Tensor]:
+    """Cut a 1-D tensor of token ids into contiguous train / val / test parts (in that order),
+    so that no window of the validation or test text was seen in training."""
+    if ids.dim() != 1:
+        raise ValueError(f"ids must be 1-D (the whole text), got shape {tuple(ids.shape)}")
+    if not (0 < val_frac < 1 and 0 < test_frac < 1 and val_frac + test_frac < 1):
+        raise ValueError(f"need 0 < val_frac, test_frac and val_frac + test_frac < 1, got {val_frac}, {test_frac}")
+    n = len(ids)
+    n_train, n_val = int(n * (1 - val_frac - test_frac)), int(n * val_frac)
+    return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
+
+
+def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
+              device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
+    if len(data) <= block_size:
+        raise ValueError(f"the text ({len(data)} tokens) must be longer than block_size ({block_size})")
+    start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+    x = torch.stack([data[i:i + block_size] for i in start.tolist()])          # (B, T)
+    y = torch.stack([data[i + 1:i + 1 + block_size] for i in start.tolist()])  # (B, T)
+    return (x, y) if device is None else (x.to(device), y.to(device))
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int = 128      # the longest context the model sees
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 128
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward network of GPT: (B, T, d) -> (B, T, 4d) -> GELU -> (B, T, d)."""
+
+    def __init__(self, d_model: int, dropout: float = 0.0):
+        super().__init__()
+        self.fc = nn.Linear(d_model, 4 * d_model)
+        self.proj = nn.Linear(4 * d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LN block: ``x + attn(ln1(x))`` (causal self-attention), then ``x + mlp(ln2(x))``.
+
+    With ``cache`` (a dict, empty at the first call) the keys and values of ``x`` are appended to
+    ``cache["k"/"v"]`` and ``x`` holds only the new positions, which attend to all cached ones."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_head, cfg.dropout)
+        self.mlp = MLP(cfg.d_model, cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def attention(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False):
+        """Causal self-attention of (B, T_new, d) over the cached positions and itself."""
+        a = self.attn
+        q, k, v = a.split_heads(a.q_proj(x)), a.split_heads(a.k_proj(x)), a.split_heads(a.v_proj(x))  # (B, H, T_new, dh)
+        if cache is not None:
+            if "k" in cache:
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, dh)
+            cache["k"], cache["v"] = k, v
+        T_new, T_all = q.shape[2], k.shape[2]
+        mask = causal_mask(T_new, T_all, device=x.device)  # (T_new, T_all): new position i sees keys <= its own
+        p = a.dropout if self.training else 0.0
+        if need_weights:
+            out, w = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+        else:
+            out, w = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        return a.out_proj(a.merge_heads(out)), w  # (B, T_new, d), (B, H, T_new, T_all) or None
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        x = x + self.dropout(self.attention(self.ln1(x), cache)[0])
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """Token + learned position embeddings, ``n_layer`` blocks, final LayerNorm, tied output layer."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # GPT-2: scale the projections into the residual stream
+            if name.endswith(("out_proj.weight", "mlp.proj.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, offset: int = 0,
+                cache: list[dict] | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """idx (B, T) token ids at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
+        with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
+        if idx.dim() != 2 or idx.dtype != torch.long:
+            raise ValueError(f"idx must be (B, T) token ids of dtype torch.long, got shape {tuple(idx.shape)} "
+                             f"and dtype {idx.dtype}")
+        T = idx.shape[1]
+        if offset + T > self.cfg.block_size:
+            raise ValueError(f"positions {offset}..{offset + T - 1} exceed block_size {self.cfg.block_size}: "
+                             f"crop the context to its last {self.cfg.block_size} tokens")
+        if cache is not None and len(cache) != len(self.blocks):
+            raise ValueError(f"cache must hold one dict per block ({len(self.blocks)}), got {len(cache)}")
+        if cache is not None and cache[0] and cache[0]["k"].shape[2] != offset:
+            raise ValueError(f"the cache holds {cache[0]['k'].shape[2]} positions, so the new tokens start at "
+                             f"offset {cache[0]['k'].shape[2]}, not {offset}")
+        pos = torch.arange(offset, offset + T, device=idx.device)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, d)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache[i])
+        logits = self.head(self.ln_f(x))  # (B, T, V)
+        if targets is None:
+            return logits, None
+        if targets.shape != idx.shape:
+            raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    def new_cache(self) -> list[dict]:
+        return [{} for _ in self.blocks]
+
+    @torch.no_grad()
+    def attention_maps(self, idx: torch.Tensor) -> torch.Tensor:
+        """Attention weights of every layer and head for ``idx`` (B, T): (n_layer, B, H, T, T)."""
+        was_training = self.training
+        self.eval()
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x, maps = self.tok_emb(idx) + self.pos_emb(pos), []
+        for block in self.blocks:
+            out, w = block.attention(block.ln1(x), need_weights=True)
+            maps.append(w)
+            x = x + out
+            x = x + block.mlp(block.ln2(x))
+        self.train(was_training)
+        return torch.stack(maps)
+
+
+def gpt_parameter_count(cfg: GPTConfig) -> int:
+    """Parameters of :class:`GPT` by formula: embeddings V·d + T·d; per block 2 LayerNorms (4d),
+    attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0)."""
+    d = cfg.d_model
+    return cfg.vocab_size * d + cfg.block_size * d + cfg.n_layer * (12 * d * d + 13 * d) + 2 * d
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the ``k`` largest logits of each row, set the others to -inf."""
+    if not 1 <= k:
+        raise ValueError(f"top_k must be >= 1, got {k}")
+    k = min(k, logits.shape[-1])
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+@torch.no_grad()
+def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
+             top_k: int | None = None, use_cache: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Continue each row of ``idx`` (B, T0) by ``max_new_tokens`` sampled tokens; returns (B, T0 + new).
+
+    ``temperature=0`` takes the most probable token (greedy). With ``use_cache`` each step after the
+    first feeds only the newest token, at its position, and reuses the cached keys and values; once
+    the text is longer than ``block_size`` the window slides and the cache is rebuilt from it, so the
+    result is identical to recomputing everything at every step (``use_cache=False``)."""
+    if idx.dim() != 2 or idx.dtype != torch.long or idx.shape[1] == 0:
+        raise ValueError(f"idx must be a non-empty (B, T) tensor of token ids (torch.long), got shape "
+                         f"{tuple(idx.shape)} and dtype {idx.dtype}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    was_training = model.training
+    model.eval()
+    block = model.cfg.block_size
+    cache, offset = None, 0
+    for _ in range(max_new_tokens):
+        if use_cache and cache is not None and offset < block:
+            logits, _ = model(idx[:, -1:], offset=offset, cache=cache)  # one new token at position `offset`
+            offset += 1
+        else:  # the first step, no cache, or the window is full and slides: recompute from the last block tokens
+            context = idx[:, -block:]
+            cache = model.new_cache() if use_cache else None
+            logits, _ = model(context, cache=cache)
+            offset = context.shape[1]
+        logits = logits[:, -1, :]  # (B, V)
+        if temperature == 0:
+            nxt = logits.argmax(-1, keepdim=True)
+        else:
+            logits = logits / temperature
+            if top_k is not None:
+                logits = top_k_filter(logits, top_k)
+            nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
+        idx = torch.cat([idx, nxt], dim=1)
+    model.train(was_training)
+    return idx
+
+
+@torch.no_grad()
+def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
+    """Mean loss over ``batches`` fixed random windows of ``data`` (the same windows every call)."""
+    was_training = model.training
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    losses = [model(*get_batch(data, model.cfg.block_size, batch_size, g, device))[1].item() for _ in range(batches)]
+    model.train(was_training)
+    return sum(losses) / len(losses)
+
+
+@torch.no_grad()
+def block_from_torch(block: Block, ref: nn.TransformerEncoderLayer) -> Block:
+    """Copy the weights of ``nn.TransformerEncoderLayer(d, h, 4d, activation="gelu", batch_first=True,
+    norm_first=True)`` into ``block``: with a causal mask the two compute the same function."""
+    if not ref.norm_first or ref.linear1.out_features != 4 * ref.linear1.in_features:
+        raise ValueError("need nn.TransformerEncoderLayer(d, h, dim_feedforward=4d, norm_first=True, ...)")
+    block.attn.load_from_torch(ref.self_attn)
+    for ours, theirs in ((block.mlp.fc, ref.linear1), (block.mlp.proj, ref.linear2),
+                         (block.ln1, ref.norm1), (block.ln2, ref.norm2)):
+        ours.weight.copy_(theirs.weight)
+        ours.bias.copy_(theirs.bias)
+    return block
