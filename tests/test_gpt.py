@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from utils.gpt import (GPT, Block, CharTokenizer, GPTConfig, block_from_torch, estimate_loss, generate, get_batch,
-                       gpt_parameter_count, split_text, top_k_filter)
+                       gpt_parameter_count, sampling_distribution, show_char, split_text, text_loss, top_k_filter)
 from utils.training import count_parameters
 
 
@@ -169,3 +169,29 @@ def test_attention_maps_are_causal_distributions():
     assert maps.shape == (2, 2, 2, 7, 7)
     torch.testing.assert_close(maps.sum(-1), torch.ones(2, 2, 2, 7))
     assert torch.all(maps.triu(1) == 0)
+
+
+def test_sampling_distribution_temperature_and_top_k():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    torch.testing.assert_close(sampling_distribution(logits), torch.softmax(logits, -1))
+    cold, hot = sampling_distribution(logits, 0.5), sampling_distribution(logits, 2.0)
+    assert cold.max() > sampling_distribution(logits).max() > hot.max()
+    p = sampling_distribution(logits, 1.0, top_k=2)
+    assert torch.equal(p[0, 2:], torch.zeros(2)) and torch.isclose(p.sum(), torch.tensor(1.0))
+    with pytest.raises(ValueError, match="greedy"):
+        sampling_distribution(logits, 0)
+
+
+def test_text_loss_scores_every_position_of_whole_windows():
+    model = tiny()
+    data = torch.randint(11, (12 * 5 + 3,), generator=torch.Generator().manual_seed(6))
+    xs, ys = data[:60].view(5, 12), data[1:61].view(5, 12)
+    with torch.no_grad():
+        expected = model(xs, ys)[1].item()
+    assert abs(text_loss(model, data, batch_size=2) - expected) < 1e-5  # batching does not change the mean
+    with pytest.raises(ValueError, match="longer than block_size"):
+        text_loss(model, data[:12])
+
+
+def test_show_char_labels():
+    assert [show_char(c) for c in "a \n"] == ["a", "␣", "\\n"]

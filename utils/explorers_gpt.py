@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 
-from utils.gpt import GPT, CharTokenizer, generate, top_k_filter
+from utils.gpt import GPT, CharTokenizer, generate, sampling_distribution, show_char
 
 __all__ = ["next_char_probabilities", "plot_next_char"]
-
-
-def _show(c: str) -> str:
-    return {"\n": "\\n", " ": "␣"}.get(c, c)
 
 
 @torch.no_grad()
@@ -22,15 +17,10 @@ def next_char_probabilities(model: GPT, tok: CharTokenizer, prompt: str, tempera
     """(V,) the distribution the sampler draws the character after ``prompt`` from."""
     if not prompt:
         raise ValueError("prompt must hold at least one character")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 here (0 is greedy: all mass on one character), got {temperature}")
     model.eval()
     device = next(model.parameters()).device
     idx = torch.tensor([tok.encode(prompt)[-model.cfg.block_size:]], device=device)  # (1, T)
-    logits = model(idx)[0][0, -1] / temperature  # (V,)
-    if top_k is not None:
-        logits = top_k_filter(logits, top_k)
-    return F.softmax(logits, dim=-1).cpu()
+    return sampling_distribution(model(idx)[0][0, -1], temperature, top_k).cpu()  # (V,)
 
 
 def plot_next_char(model: GPT, tok: CharTokenizer, prompt: str = "ROMEO:\nBut soft", temperature: float = 1.0,
@@ -47,9 +37,9 @@ def plot_next_char(model: GPT, tok: CharTokenizer, prompt: str = "ROMEO:\nBut so
     out = tok.decode(generate(model, idx, length, temperature=temperature, top_k=k, generator=g)[0, idx.shape[1]:])
     fig, (ax, ax_text) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1, 1.3]})
     ax.bar(range(len(top.values)), top.values.numpy(), color="C0")
-    ax.set_xticks(range(len(top.values)), [_show(tok.chars[i]) for i in top.indices.tolist()])
+    ax.set_xticks(range(len(top.values)), [show_char(tok.chars[i]) for i in top.indices.tolist()])
     ax.set_ylabel("probability of the next character")
-    ax.set_title(f"after {_show(prompt[-12:])!s}   (T = {temperature:g}, top-k = {k or 'off'})", fontsize=10)
+    ax.set_title(f"after {''.join(map(show_char, prompt[-12:]))}   (T = {temperature:g}, top-k = {k or 'off'})", fontsize=10)
     ax_text.axis("off")
     ax_text.text(0, 1, prompt + "▌" + out, va="top", family="monospace", fontsize=8.5, wrap=True,
                  transform=ax_text.transAxes)

@@ -28,8 +28,9 @@ from torch import nn
 
 from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
-__all__ = ["CharTokenizer", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
-           "top_k_filter", "estimate_loss", "gpt_parameter_count", "block_from_torch"]
+__all__ = ["CharTokenizer", "show_char", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
+           "top_k_filter", "sampling_distribution", "estimate_loss", "text_loss", "gpt_parameter_count",
+           "block_from_torch"]
 
 
 class CharTokenizer:
@@ -56,6 +57,11 @@ class CharTokenizer:
         if bad:
             raise ValueError(f"ids must be in [0, {len(self)}), got {bad[:5]}")
         return "".join(self.chars[i] for i in ids)
+
+
+def show_char(c: str) -> str:
+    """A character as a plot label: a line break as ``\\n``, a space as ``␣``."""
+    return {"\n": "\\n", " ": "␣"}.get(c, c)
 
 
 def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1) -> dict[str, torch.Tensor]:
@@ -123,6 +129,7 @@ class Block(nn.Module):
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_head, cfg.dropout)
         self.mlp = MLP(cfg.d_model, cfg.dropout)
         self.dropout = nn.Dropout(cfg.dropout)
+        self.attn_weights: torch.Tensor | None = None
 
     def attention(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False):
         """Causal self-attention of (B, T_new, d) over the cached positions and itself."""
@@ -141,8 +148,11 @@ class Block(nn.Module):
             out, w = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
         return a.out_proj(a.merge_heads(out)), w  # (B, T_new, d), (B, H, T_new, T_all) or None
 
-    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
-        x = x + self.dropout(self.attention(self.ln1(x), cache)[0])
+    def forward(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False) -> torch.Tensor:
+        """x (B, T, d) -> (B, T, d). With ``need_weights`` the attention weights (B, H, T, T_all) are kept
+        in ``self.attn_weights`` (the slower, unfused path)."""
+        out, self.attn_weights = self.attention(self.ln1(x), cache, need_weights)
+        x = x + self.dropout(out)
         return x + self.mlp(self.ln2(x))
 
 
@@ -172,7 +182,7 @@ class GPT(nn.Module):
             nn.init.zeros_(m.bias)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, offset: int = 0,
-                cache: list[dict] | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                cache: list[dict] | None = None, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """idx (B, T) token ids at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
         with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
         if idx.dim() != 2 or idx.dtype != torch.long:
@@ -190,7 +200,7 @@ class GPT(nn.Module):
         pos = torch.arange(offset, offset + T, device=idx.device)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, d)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache[i])
+            x = block(x, None if cache is None else cache[i], need_weights)
         logits = self.head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
@@ -206,15 +216,9 @@ class GPT(nn.Module):
         """Attention weights of every layer and head for ``idx`` (B, T): (n_layer, B, H, T, T)."""
         was_training = self.training
         self.eval()
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        x, maps = self.tok_emb(idx) + self.pos_emb(pos), []
-        for block in self.blocks:
-            out, w = block.attention(block.ln1(x), need_weights=True)
-            maps.append(w)
-            x = x + out
-            x = x + block.mlp(block.ln2(x))
+        self(idx, need_weights=True)
         self.train(was_training)
-        return torch.stack(maps)
+        return torch.stack([block.attn_weights for block in self.blocks])
 
 
 def gpt_parameter_count(cfg: GPTConfig) -> int:
@@ -222,6 +226,16 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
     attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0)."""
     d = cfg.d_model
     return cfg.vocab_size * d + cfg.block_size * d + cfg.n_layer * (12 * d * d + 13 * d) + 2 * d
+
+
+def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
+    """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 to sample (0 means greedy: take the argmax), got {temperature}")
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    return F.softmax(logits, dim=-1)
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
@@ -264,10 +278,7 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
         if temperature == 0:
             nxt = logits.argmax(-1, keepdim=True)
         else:
-            logits = logits / temperature
-            if top_k is not None:
-                logits = top_k_filter(logits, top_k)
-            nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
+            nxt = torch.multinomial(sampling_distribution(logits, temperature, top_k), 1, generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)
     model.train(was_training)
     return idx
@@ -283,6 +294,24 @@ def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches:
     losses = [model(*get_batch(data, model.cfg.block_size, batch_size, g, device))[1].item() for _ in range(batches)]
     model.train(was_training)
     return sum(losses) / len(losses)
+
+
+@torch.no_grad()
+def text_loss(model: GPT, data: torch.Tensor, batch_size: int = 256) -> float:
+    """Mean loss over **every** position of ``data``, cut into non-overlapping windows of ``block_size``
+    (the tail shorter than one window is left out): the exact score of a held-out text."""
+    T = model.cfg.block_size
+    n = (len(data) - 1) // T
+    if n < 1:
+        raise ValueError(f"the text ({len(data)} tokens) must be longer than block_size ({T})")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    xs, ys = data[: n * T].view(n, T), data[1: n * T + 1].view(n, T)  # (n, T) inputs and next tokens
+    total = sum(model(xs[i:i + batch_size].to(device), ys[i:i + batch_size].to(device))[1].item()
+                * len(xs[i:i + batch_size]) for i in range(0, n, batch_size))
+    model.train(was_training)
+    return total / n
 
 
 @torch.no_grad()
