@@ -80,3 +80,22 @@ def test_every_exercise_has_a_check_cell(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_nbgrader_metadata_is_current(path):
     assert tag_exercises.main(["--check", str(path)]) == 0, "run scripts/tag_exercises.py on this notebook"
+
+
+def test_compared_outputs_are_an_allowlist():
+    """nbval runs in lax mode: only cells marked NBVAL_CHECK_OUTPUT are compared (CONTRIBUTING.md)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--nbval-lax" in makefile and "--nbval " not in makefile
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_outputs_compared_and_threads_chosen_the_course_way(path):
+    nb = read(path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert not any("NBVAL_IGNORE_OUTPUT" in c.source for c in code), "lax mode: unmark the cell instead"
+    checked = [c for c in code if c.source.startswith("# NBVAL_CHECK_OUTPUT")]
+    assert checked, "mark the cells whose deterministic output is part of the lesson with # NBVAL_CHECK_OUTPUT"
+    for c in checked:
+        assert c.outputs, "a compared cell must have an output to compare"
+    assert "set_cpu_threads()" in code[0].source, "the first code cell chooses the thread count"
+    assert not any("set_num_threads" in c.source for c in code), "use utils.training.set_cpu_threads"

@@ -145,3 +145,28 @@ def test_to_device_and_count_parameters():
     head = nn.Linear(3, 10, bias=False)
     head.weight = emb.weight  # tied weights count once
     assert count_parameters(nn.ModuleList([emb, head])) == 30
+
+
+def test_set_cpu_threads_default_override_and_errors(monkeypatch):
+    import os
+
+    import pytest
+    import torch
+
+    from utils.training import set_cpu_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("COURSE_THREADS", raising=False)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        assert set_cpu_threads() == (1 if cores <= 2 else min(4, cores // 2)) == torch.get_num_threads()
+        monkeypatch.setenv("COURSE_THREADS", "3")
+        assert set_cpu_threads() == 3 == torch.get_num_threads()
+        assert set_cpu_threads(2) == 2  # an explicit number wins over the variable
+        monkeypatch.setenv("COURSE_THREADS", "two")
+        with pytest.raises(ValueError, match="COURSE_THREADS must be a whole number"):
+            set_cpu_threads()
+        with pytest.raises(ValueError, match="int >= 1"):
+            set_cpu_threads(0)
+    finally:
+        torch.set_num_threads(before)

@@ -22,6 +22,7 @@ from torch import nn
 __all__ = [
     "set_seed",
     "get_device",
+    "set_cpu_threads",
     "to_device",
     "History",
     "fit",
@@ -60,6 +61,33 @@ def get_device(prefer: str | None = None) -> torch.device:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def set_cpu_threads(n: int | None = None) -> int:
+    """Choose how many CPU threads PyTorch uses for the course's small models; return it.
+
+    ``n``, else ``$COURSE_THREADS``, else 1 on a machine with at most 2 cores and half
+    the cores (at most 4) on a bigger one. The models in the notebooks are small: a
+    step is many short kernels, and with two threads on two cores every kernel waits
+    for both. When another program also wants the CPU (a browser, a video call, a
+    class sharing one JupyterHub), that wait grows several-fold: measured on a 2-core
+    machine beside a second training process, a notebook-09 training step took 5.0x
+    its quiet time with 2 threads and 1.2-1.4x with 1 (``scripts/bench_load.py``).
+    GPU work is unaffected.
+    """
+    if n is None:
+        env = os.environ.get("COURSE_THREADS")
+        if env:
+            if not env.isdigit() or int(env) < 1:
+                raise ValueError(f"COURSE_THREADS must be a whole number >= 1, got {env!r}")
+            n = int(env)
+        else:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            n = 1 if cores <= 2 else min(4, cores // 2)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"the number of threads must be an int >= 1, got {n!r}")
+    torch.set_num_threads(n)
+    return n
 
 
 def to_device(batch: Any, device: torch.device | str) -> Any:
