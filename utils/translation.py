@@ -83,6 +83,7 @@ def prepare_translation(
     train_subset: int | None = None,
     max_eval_len: int | None = None,
     seed: int = 0,
+    vocabs: tuple[Vocab, Vocab] | None = None,
 ) -> TranslationData:
     """Load Multi30k in one direction and turn it into id sequences.
 
@@ -93,7 +94,8 @@ def prepare_translation(
       keeps the full held-out sets so scores are comparable with published ones).
 
     Vocabularies are built on the (filtered) training split only; words seen fewer
-    than ``min_freq`` times there become ``<unk>``. Both sides are encoded as
+    than ``min_freq`` times there become ``<unk>``. ``vocabs=(src_vocab, tgt_vocab)``
+    uses given ones instead (a pretrained model's, :mod:`utils.pretrained`). Both sides are encoded as
     ``<bos> w1 ... wn <eos>``.
     """
     for name, value in (("max_train_len", max_train_len), ("train_subset", train_subset), ("max_eval_len", max_eval_len)):
@@ -109,8 +111,11 @@ def prepare_translation(
             keep = sorted(random.Random(seed).sample(keep, train_subset))
         pairs[split] = [raw[i] for i in keep]
         tokens[split] = [toks[i] for i in keep]
-    src_vocab = Vocab.build((s for s, _ in tokens["train"]), min_freq=min_freq)
-    tgt_vocab = Vocab.build((t for _, t in tokens["train"]), min_freq=min_freq)
+    if vocabs is not None:
+        src_vocab, tgt_vocab = vocabs
+    else:
+        src_vocab = Vocab.build((s for s, _ in tokens["train"]), min_freq=min_freq)
+        tgt_vocab = Vocab.build((t for _, t in tokens["train"]), min_freq=min_freq)
     datasets = {
         split: PairDataset(
             [src_vocab.encode(s, add_bos=True, add_eos=True) for s, _ in tokens[split]],

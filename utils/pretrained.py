@@ -1,0 +1,185 @@
+"""The course's full-data translation models, shipped with the repository.
+
+The notebooks train small models live (that is the lesson about training) and load
+these for everything about *what a model learned*: alignment maps, per-head maps,
+explorers, beam search against greedy. Each model is two files in ``pretrained/``:
+
+- ``<name>.safetensors``: the weights in float16 (no pickle: nothing runs on load);
+- ``<name>.json``: the model's config, both vocabularies, the recipe and how it was trained;
+
+and ``pretrained/MANIFEST.json`` records each file's SHA-256 and size, and the BLEU
+each model scores on test_2016_flickr (measured on the CPU from the float16 weights by
+``scripts/export_pretrained.py``). :func:`load_pretrained` checks both files against
+the manifest before it reads them.
+
+    >>> pt = load_pretrained("transformer")
+    >>> pt.model, pt.src_vocab, pt.tgt_vocab, pt.info["bleu"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .data import REPO_ROOT
+from .text import Vocab
+
+__all__ = ["PretrainedError", "Pretrained", "pretrained_dir", "available", "load_pretrained", "build_model",
+           "save_pretrained", "MANIFEST"]
+
+MANIFEST = "MANIFEST.json"
+
+
+class PretrainedError(RuntimeError):
+    """A pretrained model is missing, unknown, or its files do not match the manifest."""
+
+
+def pretrained_dir() -> Path:
+    """``$COURSE_PRETRAINED_DIR`` or ``<repo>/pretrained``."""
+    return Path(os.environ.get("COURSE_PRETRAINED_DIR") or REPO_ROOT / "pretrained")
+
+
+def _manifest(folder: Path) -> dict:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise PretrainedError(f"no {MANIFEST} in {folder}: the pretrained models come with the repository "
+                              f"(restore the folder with `git checkout -- pretrained`)")
+    return json.loads(path.read_text())
+
+
+def available() -> list[str]:
+    """Names of the models the manifest lists."""
+    return sorted(_manifest(pretrained_dir()))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verified(folder: Path, entry: dict, filename: str) -> Path:
+    path = folder / filename
+    expected = entry["files"][filename]
+    if not path.is_file():
+        raise PretrainedError(f"{path} is missing; restore it with `git checkout -- pretrained/{filename}`")
+    size, digest = path.stat().st_size, _sha256(path)
+    if size != expected["bytes"] or digest != expected["sha256"]:
+        raise PretrainedError(
+            f"{path} is corrupted or was changed: SHA-256 {digest[:16]}… ({size:,} bytes), the manifest expects "
+            f"{expected['sha256'][:16]}… ({expected['bytes']:,} bytes). Restore it with "
+            f"`git checkout -- pretrained/{filename}` (or re-export it with scripts/export_pretrained.py)")
+    return path
+
+
+@dataclass
+class Pretrained:
+    """A loaded model with what is needed to use it."""
+
+    name: str
+    model: nn.Module          # in eval mode
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    info: dict = field(repr=False, default_factory=dict)  # config, recipe, training, bleu (from the json and manifest)
+
+    def decode_fn(self, method: str = "greedy", **kwargs):
+        """A ``decode_fn`` for :mod:`utils.translation` (``"greedy"`` or ``"beam"``), with the
+        recipe's beam size (and length penalty) unless given."""
+        recipe = self.info["recipe"]
+        if self.info["kind"] == "transformer":
+            from .transformer import make_decode_fn
+            kwargs.setdefault("beam_size", recipe["beam"])
+            kwargs.setdefault("length_penalty", recipe["length_penalty"])
+        else:
+            from .rnn import make_decode_fn
+            kwargs.setdefault("beam_size", recipe["beam"])
+        return make_decode_fn(self.model, method, **kwargs)
+
+
+def build_model(kind: str, config: dict) -> nn.Module:
+    """An untrained model of ``kind`` (``"transformer"`` or ``"rnn"``) from its saved config."""
+    if kind == "transformer":
+        from .transformer import Transformer, TransformerConfig
+        return Transformer(TransformerConfig(**config))
+    if kind == "rnn":
+        from .rnn import Seq2Seq
+        return Seq2Seq(**config)
+    raise PretrainedError(f"unknown model kind {kind!r}; expected 'transformer' or 'rnn'")
+
+
+def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained:
+    """Load a shipped model by name (see :func:`available`), checksums checked first.
+
+    The float16 weights are loaded into a float32 model in eval mode on ``device``.
+    Raises :class:`PretrainedError` for an unknown name or a missing or corrupted file.
+    """
+    from safetensors.torch import load_file
+
+    folder = pretrained_dir()
+    manifest = _manifest(folder)
+    if name not in manifest:
+        raise PretrainedError(f"no pretrained model {name!r}; available: {sorted(manifest)}")
+    entry = manifest[name]
+    meta = json.loads(_verified(folder, entry, f"{name}.json").read_text())
+    weights = load_file(_verified(folder, entry, f"{name}.safetensors"))
+    model = build_model(meta["kind"], meta["config"])
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    tied = set(meta.get("tied", {}))
+    if unexpected or set(missing) != tied:
+        raise PretrainedError(f"{name}.safetensors does not fit its config: missing {sorted(set(missing) - tied)}, "
+                              f"unexpected {sorted(unexpected)}")
+    model.to(device).eval()
+    info = {**meta, "bleu": entry["bleu"], "files": entry["files"]}
+    info.pop("src_vocab"), info.pop("tgt_vocab")
+    return Pretrained(name, model, Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"]), info)
+
+
+def _tied_names(model: nn.Module) -> dict[str, str]:
+    """Parameters that share storage with an earlier one: {later name: first name}."""
+    first: dict[int, str] = {}
+    tied = {}
+    for k, v in model.state_dict(keep_vars=True).items():
+        ptr = v.data_ptr()
+        if v.numel() and ptr in first:
+            tied[k] = first[ptr]
+        else:
+            first[ptr] = k
+    return tied
+
+
+def save_pretrained(folder: Path, name: str, kind: str, model: nn.Module, config: dict, src_vocab: Vocab,
+                    tgt_vocab: Vocab, **meta) -> dict:
+    """Write ``<name>.safetensors`` (float16, shared tensors once) and ``<name>.json``;
+    return their manifest ``files`` entry. ``config`` rebuilds the model with
+    :func:`build_model`; ``meta``: recipe, training provenance, …"""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tied = _tied_names(model)
+    state = {k: (v.detach().half() if v.is_floating_point() else v.detach()).cpu().contiguous()
+             for k, v in model.state_dict().items() if k not in tied}
+    files = {}
+    for filename, write in (
+        (f"{name}.safetensors", lambda p: save_file(state, str(p), metadata={"format": "pt", "course_model": name})),
+        (f"{name}.json", lambda p: p.write_text(json.dumps(
+            dict(name=name, kind=kind, config=config, tied=tied, **meta,
+                 src_vocab=src_vocab.to_list(), tgt_vocab=tgt_vocab.to_list()), indent=1) + "\n")),
+    ):
+        path = folder / filename
+        tmp = path.with_name(path.name + ".part")
+        try:
+            write(tmp)
+            os.chmod(tmp, 0o644)  # readable by everyone sharing the checkout
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        files[filename] = dict(sha256=_sha256(path), bytes=path.stat().st_size)
+    return files
