@@ -140,7 +140,7 @@ class Block(nn.Module):
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, dh)
             cache["k"], cache["v"] = k, v
         T_new, T_all = q.shape[2], k.shape[2]
-        mask = causal_mask(T_new, T_all, device=x.device)  # (T_new, T_all): new position i sees keys <= its own
+        mask = causal_mask(T_new, T_all, device=x.device)[None, None]  # (1, 1, T_new, T_all): i sees keys <= its own
         p = a.dropout if self.training else 0.0
         if need_weights:
             out, w = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)

@@ -202,7 +202,7 @@ class Decoder(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None,
                 cache: Cache | None = None, offset: int = 0) -> torch.Tensor:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
-        tgt_mask = causal_mask(x.shape[1], offset + x.shape[1], device=x.device)  # (T, offset+T)
+        tgt_mask = causal_mask(x.shape[1], offset + x.shape[1], device=x.device)[None, None]  # (1, 1, T, offset+T)
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask, src_mask, None if cache is None else cache[i])
         return self.norm(x)
