@@ -23,7 +23,7 @@ from torch.utils.data import Dataset
 
 __all__ = [
     "PAD", "UNK", "BOS", "EOS", "SPECIALS",
-    "tokenize", "detokenize", "Vocab", "check_ids",
+    "tokenize", "detokenize", "Vocab", "check_ids", "int_ids",
     "pad_sequences", "padding_mask", "masked_mean",
     "PairBatch", "PairDataset", "collate_pairs",
     "make_sequence_task", "SEQUENCE_TASKS",
@@ -64,7 +64,7 @@ def detokenize(tokens: Sequence[str]) -> str:
     return "".join(out)
 
 
-def _int_list(ids: Iterable[int] | torch.Tensor, what: str) -> list[int]:
+def int_ids(ids: Iterable[int] | torch.Tensor, what: str) -> list[int]:
     """``ids`` (a 1-D tensor or a sequence) as a list of ints; float or bool ids are a TypeError, not truncated."""
     if isinstance(ids, torch.Tensor):
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
@@ -76,7 +76,7 @@ def _int_list(ids: Iterable[int] | torch.Tensor, what: str) -> list[int]:
         if type(x) is int:
             continue
         if isinstance(x, torch.Tensor) and x.numel() == 1:
-            out[i] = x = _int_list(x.reshape(1), what)[0]
+            out[i] = x = int_ids(x.reshape(1), what)[0]
         if not isinstance(x, numbers.Integral) or isinstance(x, bool):
             raise TypeError(f"{what} expects integer token ids, got {type(x).__name__} {x!r} at index {i}")
     return out
@@ -161,7 +161,7 @@ class Vocab:
         if isinstance(ids, torch.Tensor) and ids.dim() != 1:
             raise ValueError(f"decode() expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
         out = []
-        for i in _int_list(ids, "decode()"):
+        for i in int_ids(ids, "decode()"):
             if not 0 <= i < len(self.itos):
                 raise IndexError(f"id {i} is outside this vocabulary of size {len(self.itos)}")
             if strip_special:
@@ -192,7 +192,7 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     T = max(lengths)
     ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
     for b, (s, n) in enumerate(zip(seqs, lengths)):
-        ids[b, :n] = torch.as_tensor(_int_list(s[:n], f"pad_sequences() (sequence {b})"), dtype=torch.long)
+        ids[b, :n] = torch.as_tensor(int_ids(s[:n], f"pad_sequences() (sequence {b})"), dtype=torch.long)
     lengths_t = torch.tensor(lengths, dtype=torch.long)
     mask = torch.arange(T)[None, :] < lengths_t[:, None]
     return ids, lengths_t, mask
