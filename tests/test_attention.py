@@ -247,3 +247,10 @@ def test_raw_padding_mask_is_never_read_as_tq_tk():
     # a mask with fewer dims than the scores but more than 2 is refused: (B, Tq, Tk) against (B, H, Tq, Tk)
     with pytest.raises(ValueError, match=r"has 3 dims.*2, \(Tq, Tk\).*as many as the scores"):
         mha(q, k, v, torch.ones(B, T, T, dtype=torch.bool))
+
+
+def test_combine_masks_names_what_is_not_a_bool_tensor():
+    with pytest.raises(TypeError, match="bool tensors.*got list"):
+        combine_masks(causal_mask(2), [[True]])
+    with pytest.raises(TypeError, match="got torch.int64"):
+        combine_masks(causal_mask(2), torch.ones(2, 2, dtype=torch.long))

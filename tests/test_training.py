@@ -285,3 +285,9 @@ def test_fit_and_evaluate_need_a_scalar_loss():
         evaluate(model, loader, per_example)
     with pytest.raises(TypeError, match="torch.Tensor.*got float"):
         fit(model, lambda m, b: 1.0, loader, opt, progress=False)
+
+
+def test_fit_clip_grad_norm_zero_is_not_off():
+    model, opt = _linear_and_opt()
+    with pytest.raises(ValueError, match="clip_grad_norm must be > 0.*None to turn clipping off"):
+        fit(model, _mse, [tuple(_regression(n=8).tensors)], opt, clip_grad_norm=0, progress=False)

@@ -344,3 +344,10 @@ def test_empty_or_fully_padded_source_is_refused():
             beam_search(model, src, 2, 5, BOS, EOS)
     empty_batch = torch.zeros(0, 5, dtype=torch.long)
     assert greedy_decode(model, empty_batch, 5, BOS, EOS) == [] and beam_search(model, empty_batch, 2, 5, BOS, EOS) == []
+
+
+def test_config_sizes_must_be_positive():
+    with pytest.raises(ValueError, match="num_heads must be >= 1, got 0"):
+        TransformerConfig(10, 10, num_heads=0)
+    with pytest.raises(ValueError, match="src_vocab must be >= 1, got 0"):
+        TransformerConfig(0, 10)

@@ -160,8 +160,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     for m in masks:
         if m is None:
             continue
-        if m.dtype != torch.bool:
-            raise TypeError(f"masks must be bool with True = may attend, got {m.dtype}")
+        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
+            raise TypeError(f"masks must be bool tensors with True = may attend, got {getattr(m, 'dtype', type(m).__name__)}")
         out = m if out is None else out & m
     return out
 

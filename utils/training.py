@@ -165,6 +165,9 @@ def fit(
     """
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if clip_grad_norm is not None and not clip_grad_norm > 0:
+        raise ValueError(f"clip_grad_norm must be > 0 (0 would zero every gradient); pass None to turn clipping off, "
+                         f"got {clip_grad_norm}")
     if max_steps is not None and max_steps < 0:
         raise ValueError(f"max_steps must be >= 0 (or None for no limit), got {max_steps}")
     if epochs > 1 and isinstance(train_loader, Iterator):

@@ -71,6 +71,9 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
