@@ -337,15 +337,13 @@ def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
 
 
 def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None,
-                       bos_id: int, eos_id: int) -> None:
+                       bos_id: int) -> None:
     """Clear errors for the arguments shared by :func:`greedy_decode` and :func:`beam_search`."""
     _check_ids_mask(src, src_mask, "src")
     if max_len is not None and max_len < 1:
         raise ValueError(f"max_len must be >= 1 (the most tokens to generate), or None for 2 × source length + 10; "
                          f"got {max_len}")
-    V = model.decoder.embed.num_embeddings
-    check_ids(bos_id, V, "bos_id")
-    check_ids(eos_id, V, "eos_id")
+    check_ids(bos_id, model.decoder.embed.num_embeddings, "bos_id")  # (an eos_id outside it never ends a sentence)
 
 
 @torch.no_grad()
@@ -357,7 +355,7 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max
     ``<bos>``) and the attention weights (n_out, S_real) of every step (None without attention).
     An empty batch (B = 0) gives ``([], [])``.
     """
-    _check_decode_args(model, src, src_mask, max_len, bos_id, eos_id)
+    _check_decode_args(model, src, src_mask, max_len, bos_id)
     if src.shape[0] == 0:
         return [], []
     was_training = model.training
@@ -413,7 +411,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    _check_decode_args(model, src, src_mask, max_len, bos_id, eos_id)
+    _check_decode_args(model, src, src_mask, max_len, bos_id)
     was_training = model.training
     model.eval()
     all_ids, all_w = [], []

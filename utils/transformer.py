@@ -288,12 +288,11 @@ def _reorder(cache: Cache, index: torch.Tensor) -> None:
             layer[key] = layer[key].index_select(0, index)
 
 
-def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int) -> None:
+def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int) -> None:
     """Clear errors for the arguments of :func:`greedy_decode` and :func:`beam_search`."""
     if max_len < 1:
         raise ValueError(f"max_len must be >= 1 (the most tokens to generate), got {max_len}")
-    check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")
-    check_ids(eos_id, model.cfg.tgt_vocab, "eos_id")
+    check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")  # (an eos_id outside the vocabulary is allowed: it never ends a sentence)
     if src.dim() != 2:
         raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
     empty = (~(src != model.cfg.pad_id).any(1)).nonzero().flatten().tolist()
@@ -315,7 +314,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     every step (slow; for checking the cache). A sentence of only ``<pad>`` is a ValueError; an
     empty batch (B = 0) gives ``[]``.
     """
-    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    _check_decode_args(model, src, max_len, bos_id)
     model.eval()
     B = src.shape[0]
     src_mask = model.src_mask(src)
@@ -412,7 +411,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
     (without <bos>/<eos>), plus per-sentence cross-attention (len, S) with ``return_attention``."""
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    _check_decode_args(model, src, max_len, bos_id)
     model.eval()
     results = [_beam_one(model, src[b:b + 1], beam_size, max_len, bos_id, eos_id, length_penalty) for b in range(src.shape[0])]
     tokens = [r[0] for r in results]
