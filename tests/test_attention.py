@@ -45,6 +45,10 @@ def test_equals_torch_sdpa(batch, tq, tk, dk, dv, mask_kind, seed):
         mask = torch.rand(*batch, 1, tk, generator=g) < 0.6
     else:
         mask = causal_mask(tq, max(tq, tk)) if tk >= tq else torch.ones(tq, tk, dtype=torch.bool).tril()
+    if mask is not None and mask.dim() == 2 and batch and batch[0] == tq and not (mask == mask[:1]).all():
+        with pytest.raises(ValueError, match="ambiguous"):  # could be (Tq, Tk) or a (B, Tk) padding mask
+            scaled_dot_product_attention(q, k, v, mask)
+        mask = mask.expand(*[1] * len(batch), tq, tk)  # the unambiguous spelling: (1, ..., Tq, Tk)
     out, w = scaled_dot_product_attention(q, k, v, mask)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     assert out.shape == (*batch, tq, dv) and w.shape == (*batch, tq, tk)
@@ -214,3 +218,39 @@ def test_additive_attention_shapes_and_mask():
     s_all = att.w(torch.tanh(att.W_q(q[1, 2])[None] + att.W_k(k[1]))).squeeze(-1)
     torch.testing.assert_close(w[1, 2, 4], torch.softmax(s_all, -1)[4])
     assert math.isfinite(s.item())
+
+
+def test_raw_padding_mask_is_never_read_as_tq_tk():
+    """A (B, Tk) padding mask where (..., Tq, Tk) is expected: refused, whatever B and Tq are."""
+    torch.manual_seed(0)
+    B, T, d = 3, 3, 4
+    q = k = v = torch.randn(B, T, d)
+    real = torch.tensor([[True, True, True], [True, True, False], [True, False, False]])  # (B, Tk) from pad_sequences
+    with pytest.raises(ValueError, match=r"ambiguous.*both 3.*key_padding_mask\(mask\) or mask\[:, None, None, :\]"):
+        scaled_dot_product_attention(q, k, v, real)
+    mha = MultiHeadAttention(d, 2)
+    for need_weights in (True, False):
+        with pytest.raises(ValueError, match="ambiguous"):
+            mha(q, k, v, real, need_weights=need_weights)
+    with pytest.raises(ValueError, match="ambiguous"):
+        AdditiveAttention(d, d, 5)(q, k, v, real)
+    with pytest.raises(ValueError, match=r"does not broadcast.*key_padding_mask"):  # B != Tq: no broadcast either
+        scaled_dot_product_attention(torch.randn(3, 5, d), k, v, real)
+    with pytest.raises(ValueError, match=r"ambiguous.*mask\[None, None\]"):  # a causal mask when B == T
+        mha(q, k, v, causal_mask(T))
+    # the unambiguous spellings work and agree with each other
+    out, w = scaled_dot_product_attention(q, k, v, key_padding_mask(real)[:, 0])  # (B, 1, Tk)
+    assert (w[2, :, 1:] == 0).all() and (w[1, :, 2] == 0).all()
+    torch.testing.assert_close(mha(q, k, v, causal_mask(T)[None, None])[0], mha(q, k, v, combine_masks(causal_mask(T)[None, None]))[0])
+    # rows all equal: both readings agree, so a 2-D mask is fine
+    scaled_dot_product_attention(q, k, v, torch.ones(T, T, dtype=torch.bool))
+    # a mask with fewer dims than the scores but more than 2 is refused: (B, Tq, Tk) against (B, H, Tq, Tk)
+    with pytest.raises(ValueError, match=r"has 3 dims.*2, \(Tq, Tk\).*as many as the scores"):
+        mha(q, k, v, torch.ones(B, T, T, dtype=torch.bool))
+
+
+def test_combine_masks_names_what_is_not_a_bool_tensor():
+    with pytest.raises(TypeError, match="bool tensors.*got list"):
+        combine_masks(causal_mask(2), [[True]])
+    with pytest.raises(TypeError, match="got torch.int64"):
+        combine_masks(causal_mask(2), torch.ones(2, 2, dtype=torch.long))

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import stat
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -78,13 +83,74 @@ def test_missing_mirror_file_says_where_it_looked(cache, fake_entry, monkeypatch
     assert _leftovers(cache) == []
 
 
-def test_corrupt_cache_is_reported(cache, fake_entry, monkeypatch):
+def test_corrupt_cache_is_removed_and_fetched_again(cache, fake_entry, monkeypatch):
     entry, mirror = fake_entry
     monkeypatch.setenv("COURSE_DATA_MIRROR", str(mirror))
     path = data.fetch(entry.path)
     path.write_bytes(b"changed by hand")
-    with pytest.raises(data.ChecksumError, match="Delete it"):
+    with pytest.warns(UserWarning, match=r"file\.txt was corrupt or changed .*removed it and fetching a fresh copy"):
+        assert data.fetch(entry.path) == path
+    assert path.read_bytes() == (mirror / entry.path).read_bytes()
+    # corrupt, and the source is gone too: the corrupt copy is still not left in the cache
+    path.write_bytes(b"changed again")
+    (mirror / entry.path).unlink()
+    with pytest.warns(UserWarning, match="removed it"), pytest.raises(data.DownloadError, match="has no file"):
         data.fetch(entry.path)
+    assert _leftovers(cache) == []
+
+
+class _FakeResponse(io.BytesIO):
+    """What urlopen returns, enough for fetch(): a readable context manager."""
+
+
+def _serve(monkeypatch, payload=None, error=None):
+    """Make urllib.request.urlopen answer with ``payload`` or raise ``error``; no network."""
+    def urlopen(req, timeout=None):
+        if error is not None:
+            raise error
+        return _FakeResponse(payload)
+
+    monkeypatch.delenv("COURSE_DATA_MIRROR", raising=False)
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+
+
+def test_http_404_says_the_server_answered_not_offline(cache, fake_entry, monkeypatch):
+    entry, _ = fake_entry
+    _serve(monkeypatch, error=urllib.error.HTTPError(entry.url, 404, "Not Found", {}, None))
+    with pytest.raises(data.DownloadError) as e:
+        data.fetch(entry.path)
+    msg = str(e.value)
+    assert "HTTP 404 (Not Found)" in msg and entry.url in msg and "may have moved" in msg
+    assert "offline" not in msg and "COURSE_DATA_MIRROR" in msg
+    assert _leftovers(cache) == []
+
+
+def test_downloaded_files_are_readable_by_everyone(cache, fake_entry, monkeypatch):
+    entry, mirror = fake_entry
+    _serve(monkeypatch, payload=(mirror / entry.path).read_bytes())
+    path = data.fetch(entry.path)
+    assert path.read_bytes() == (mirror / entry.path).read_bytes()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    monkeypatch.setenv("COURSE_DATA_MIRROR", str(mirror))  # from a mirror too
+    path.unlink()
+    assert stat.S_IMODE(data.fetch(entry.path).stat().st_mode) == 0o644
+
+
+def test_a_killed_download_leaves_no_part_file_for_long(cache, fake_entry, monkeypatch):
+    entry, mirror = fake_entry
+    monkeypatch.setenv("COURSE_DATA_MIRROR", str(mirror))
+    folder = cache / "fake"
+    folder.mkdir(parents=True)
+    orphan, running = folder / "file.txt.k1ll3d.part", folder / "file.txt.st1ll.part"
+    orphan.write_bytes(b"half a file")
+    running.write_bytes(b"a download still running")
+    old = time.time() - data.STALE_PART_SECONDS - 1
+    os.utime(orphan, (old, old))
+    path = data.fetch(entry.path)
+    assert not orphan.exists() and running.exists()  # another download may still be writing to a recent one
+    os.utime(running, (old, old))
+    assert data.fetch(entry.path) == path and not running.exists()  # cleaned on a later call, cache hit or not
+    assert _leftovers(cache) == [path]
 
 
 def test_unknown_names_are_rejected():

@@ -195,3 +195,37 @@ def test_text_loss_scores_every_position_of_whole_windows():
 
 def test_show_char_labels():
     assert [show_char(c) for c in "a \n"] == ["a", "␣", "\\n"]
+
+
+def test_ids_outside_the_vocabulary_name_its_size():
+    model = tiny()
+    with pytest.raises(ValueError, match=r"idx: id 11 is outside the vocabulary of size 11 \(valid ids: 0..10\)"):
+        model(torch.tensor([[1, 11]]))
+    with pytest.raises(ValueError, match="idx: id -1 is outside the vocabulary of size 11"):
+        generate(model, torch.tensor([[-1]]), 3)
+    with pytest.raises(TypeError, match="integer token ids, got float 2.0 at index 0"):
+        CharTokenizer("hello").decode([2.0])
+
+
+def test_generate_rejects_negative_lengths_and_bad_temperatures():
+    model, idx = tiny(), torch.tensor([[1, 2]])
+    assert torch.equal(generate(model, idx, 0), idx)  # nothing to add
+    with pytest.raises(ValueError, match="max_new_tokens must be >= 0, got -1"):
+        generate(model, idx, -1)
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match=r"temperature must be a finite number >= 0"):
+            generate(model, idx, 2, temperature=bad)
+        with pytest.raises(ValueError, match=r"temperature must be a finite number > 0"):
+            sampling_distribution(torch.randn(11), bad)
+    with pytest.raises(ValueError, match=r"temperature 1e-45 is too small.*overflow.*temperature=0"):
+        generate(model, idx, 2, temperature=1e-45)
+    masked = torch.tensor([0.0, 1.0, float("-inf")])  # -inf logits are fine: they stay -inf
+    assert sampling_distribution(masked, 0.01)[2] == 0
+
+
+def test_batches_and_loss_estimates_need_a_positive_count():
+    data = torch.arange(50) % 11
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 8 and 0"):
+        get_batch(data, 8, 0)
+    with pytest.raises(ValueError, match="batches must be >= 1, got 0"):
+        estimate_loss(tiny(), data, batches=0)

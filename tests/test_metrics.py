@@ -58,3 +58,16 @@ def test_token_accuracy_masks_pads():
 def test_exact_match():
     assert exact_match([[1, 2], [3]], [[1, 2], [4]]) == 0.5
     assert exact_match([["a"]], [("a",)]) == 1.0
+
+
+def test_every_sentence_is_type_checked_not_only_the_first():
+    h = [s.split() for s in HYPS]
+    r = [s.split() for s in REFS]
+    with pytest.raises(TypeError, match=r"lists of tokens per sentence, but hypotheses\[2\] is a str.*tokenize"):
+        tokenized_bleu(h[:2] + [HYPS[2]], r)
+    with pytest.raises(TypeError, match=r"references\[1\] is a str"):
+        tokenized_bleu(h, [r[0], REFS[1], r[2]])
+    with pytest.raises(TypeError, match=r"hypotheses\[1\] holds 5 \(int\).*vocab.decode"):
+        tokenized_bleu([h[0], [5, 6], h[2]], r)
+    with pytest.raises(TypeError, match=r"bleu expects one str per sentence, but references\[2\] is a list.*detokenize"):
+        bleu(HYPS, REFS[:2] + [r[2]])

@@ -264,3 +264,44 @@ def test_make_decode_fn():
         make_decode_fn(m, "sample")
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(m, b.src, b.src_mask, beam_size=0)
+
+
+def test_masked_softmax_fully_masked_row_is_zeros_like_utils_attention():
+    scores = torch.randn(3, 4, requires_grad=True)
+    mask = torch.tensor([[True, True, False, False], [False] * 4, [True] * 4])
+    w = masked_softmax(scores, mask)
+    assert torch.equal(w[1], torch.zeros(4)) and not w.isnan().any()
+    torch.testing.assert_close(w[0, :2], scores[0, :2].softmax(-1))
+    w.sum().backward()
+    assert torch.isfinite(scores.grad).all()
+
+
+@pytest.mark.parametrize("max_len", [0, -1])
+def test_decoders_reject_max_len_below_one(max_len):
+    m, b = _model("additive"), _batch()
+    for decode in (greedy_decode, beam_search):
+        with pytest.raises(ValueError, match=rf"max_len must be >= 1.*got {max_len}"):
+            decode(m, b.src, b.src_mask, max_len=max_len)
+
+
+def test_ids_outside_the_vocabulary_name_its_size():
+    m, b = _model("additive"), _batch()
+    bad = b.src.clone()
+    bad[0, 0] = V
+    with pytest.raises(ValueError, match=rf"src: id {V} is outside the vocabulary of size {V}"):
+        greedy_decode(m, bad, b.src_mask)
+    with pytest.raises(ValueError, match=rf"tgt_in: id 99 is outside the vocabulary of size {V}"):
+        m(b.src, b.src_mask, torch.full_like(b.tgt, 99))
+    for decode in (greedy_decode, beam_search):
+        with pytest.raises(ValueError, match=rf"bos_id: id {V} is outside the vocabulary of size {V}"):
+            decode(m, b.src, b.src_mask, bos_id=V)
+    assert all(len(seq) == 4 for seq in greedy_decode(m, b.src, b.src_mask, max_len=4, eos_id=V)[0])  # never ends
+
+
+def test_empty_batch_decodes_to_nothing():
+    m = _model("additive")
+    src, mask = torch.zeros(0, 5, dtype=torch.long), torch.zeros(0, 5, dtype=torch.bool)
+    assert greedy_decode(m, src, mask) == ([], [])
+    assert beam_search(m, src, mask) == ([], [])
+    with pytest.raises(ValueError, match="at least one real token"):  # an empty sentence is still refused
+        greedy_decode(m, torch.tensor([[5, 0]]), torch.tensor([[False, False]]))

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from torch.utils.data import DataLoader
 
 from utils.text import (
-    BOS, EOS, PAD, SPECIALS, UNK, PairDataset, Vocab, collate_pairs, detokenize, make_sequence_task,
+    BOS, EOS, PAD, SPECIALS, UNK, PairDataset, Vocab, check_ids, collate_pairs, detokenize, make_sequence_task,
     pad_sequences, padding_mask, tokenize,
 )
 
@@ -130,3 +130,39 @@ def test_sequence_task_errors():
         make_sequence_task("shuffle")
     with pytest.raises(ValueError, match="min_len"):
         make_sequence_task(min_len=5, max_len=2)
+
+
+def test_float_ids_are_refused_not_truncated():
+    v = Vocab.build([["a", "b"]])
+    with pytest.raises(TypeError, match=r"decode\(\) expects integer token ids.*dtype torch.float32"):
+        v.decode(torch.tensor([4.0, 5.7]))
+    with pytest.raises(TypeError, match=r"integer token ids, got float 4.7 at index 1"):
+        v.decode([4, 4.7])
+    with pytest.raises(TypeError, match="dtype torch.bool"):
+        v.decode(torch.tensor([True, False]))
+    with pytest.raises(TypeError, match=r"pad_sequences\(\) \(sequence 1\) expects integer token ids, got float 2.5"):
+        pad_sequences([[4, 5], [2.5]])
+    with pytest.raises(TypeError, match="sequence 0.*dtype torch.float64"):
+        pad_sequences([torch.tensor([1.0, 2.0], dtype=torch.float64)])
+    # integer tensors, numpy ints and 0-d tensors are ids
+    import numpy as np
+
+    assert v.decode([np.int64(4), torch.tensor(5)]) == v.decode(torch.tensor([4, 5], dtype=torch.int32))
+    assert pad_sequences([torch.tensor([4, 5]), [np.int32(6)]])[0].tolist() == [[4, 5], [6, 0]]
+
+
+def test_vocab_encode_wants_tokens_and_max_size_keeps_specials():
+    v = Vocab.build([["a", "b"]])
+    with pytest.raises(TypeError, match=r"expects tokens \(str\), got int 4 at index 0.*decode\(\)"):
+        v.encode([4, 5])
+    with pytest.raises(ValueError, match="max_size must be >= 4"):
+        Vocab.build([["a"]], max_size=2)
+
+
+def test_check_ids_names_the_vocabulary_size():
+    check_ids(torch.tensor([[0, 9]]), 10)
+    check_ids(torch.zeros(0, dtype=torch.long), 10)
+    with pytest.raises(ValueError, match=r"src: id 10 is outside the vocabulary of size 10 \(valid ids: 0..9\)"):
+        check_ids(torch.tensor([[3, 10]]), 10, "src")
+    with pytest.raises(ValueError, match="bos_id: id -1 is outside"):
+        check_ids(-1, 10, "bos_id")

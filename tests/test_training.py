@@ -8,7 +8,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from utils.training import (
-    History, count_parameters, evaluate, fit, get_device, load_checkpoint, save_checkpoint, set_seed, to_device,
+    CheckpointError, History, count_parameters, evaluate, fit, get_device, load_checkpoint, save_checkpoint, set_seed,
+    to_device,
 )
 
 
@@ -109,17 +110,104 @@ def test_checkpoint_round_trip(tmp_path):
     assert extra == {"vocab": ["<pad>", "a"], "step": 7}
     assert torch.equal(other.weight, model.weight)
     assert other_opt.state_dict()["state"][0]["step"] == 1
-    with pytest.raises(KeyError, match="optimizer"):
-        save_checkpoint(tmp_path / "n.pt", model)
+    save_checkpoint(tmp_path / "n.pt", model)
+    with pytest.raises(CheckpointError, match="n.pt holds no optimizer state"):
         load_checkpoint(tmp_path / "n.pt", other, other_opt)
 
 
 def test_checkpoint_refuses_arbitrary_objects(tmp_path):
-    """weights_only=True: a checkpoint smuggling in a custom object fails to load."""
+    """weights_only=True: a checkpoint smuggling in a custom object fails to load, and the
+    error names the object, not PyTorch's weights_only=False escape hatch."""
     model = nn.Linear(2, 2)
     torch.save({"model": model.state_dict(), "extra": {"obj": History()}}, tmp_path / "bad.pt")
-    with pytest.raises(Exception, match="weights_only|Unsupported|WeightsUnpickler"):
+    with pytest.raises(CheckpointError, match=r"bad.pt .*utils.training.History.*never loaded") as e:
         load_checkpoint(tmp_path / "bad.pt", model)
+    assert "weights_only=False" not in str(e.value)
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.9, 0.99])
+def test_checkpoint_truncated_or_empty_names_the_file(tmp_path, keep):
+    model = nn.Linear(8, 8)
+    path = save_checkpoint(tmp_path / "m.pt", model, step=3)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(keep * len(data))])
+    with pytest.raises(CheckpointError, match=r"m\.pt .*save_checkpoint.*truncated or empty") as e:
+        load_checkpoint(path, nn.Linear(8, 8))
+    assert "weights_only=False" not in str(e.value)
+
+
+def test_checkpoint_not_a_checkpoint(tmp_path):
+    model = nn.Linear(2, 2)
+    (tmp_path / "notes.pt").write_text("these are my notes, not weights\n" * 20)
+    with pytest.raises(CheckpointError, match=r"notes\.pt .*written by utils.training.save_checkpoint") as e:
+        load_checkpoint(tmp_path / "notes.pt", model)
+    assert "weights_only=False" not in str(e.value)
+    torch.save(model.state_dict(), tmp_path / "bare.pt")
+    with pytest.raises(CheckpointError, match=r"bare\.pt .*bare state_dict.*model.load_state_dict"):
+        load_checkpoint(tmp_path / "bare.pt", model)
+    torch.save([1, 2, 3], tmp_path / "list.pt")
+    with pytest.raises(CheckpointError, match=r"list\.pt .*'model' entry.*a list"):
+        load_checkpoint(tmp_path / "list.pt", model)
+    with pytest.raises(CheckpointError, match=r"w\.pt .*do not fit this model"):
+        load_checkpoint(save_checkpoint(tmp_path / "w.pt", nn.Linear(3, 2)), model)
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        load_checkpoint(tmp_path / "missing.pt", model)
+
+
+def test_save_checkpoint_refuses_non_plain_extras(tmp_path):
+    import numpy as np
+
+    from utils.text import Vocab
+
+    model = nn.Linear(2, 2)
+    vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "a"])
+    with pytest.raises(TypeError, match=r"vocab is a utils.text.Vocab.*vocab.to_list\(\)"):
+        save_checkpoint(tmp_path / "v.pt", model, vocab=vocab)
+    with pytest.raises(TypeError, match=r"config\['sizes'\]\[1\] is a numpy.*float\("):
+        save_checkpoint(tmp_path / "v.pt", model, config={"sizes": [1, np.float64(2.0)]})
+    with pytest.raises(TypeError, match=r"history is a utils.training.History.*asdict"):
+        save_checkpoint(tmp_path / "v.pt", model, history=History())
+    assert not list(tmp_path.iterdir())  # refused before writing anything
+    ok = dict(vocab=vocab.to_list(), shape=torch.Size([2]), pair=(1, 2.5), none=None, t=torch.ones(2), nested={1: [True]})
+    extra = load_checkpoint(save_checkpoint(tmp_path / "ok.pt", model, **ok), model)
+    assert Vocab(extra["vocab"]).itos == vocab.itos and extra["nested"] == {1: [True]}
+
+
+def test_save_checkpoint_to_a_folder_leaves_nothing(tmp_path, monkeypatch):
+    model = nn.Linear(2, 2)
+    with pytest.raises(IsADirectoryError, match="is a folder.*model.pt"):
+        save_checkpoint(tmp_path, model)
+    assert not list(tmp_path.iterdir())
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("utils.training.os.replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(tmp_path / "m.pt", model)
+    assert not list(tmp_path.iterdir())  # no .part left behind
+
+
+def test_checkpoint_config_is_compared(tmp_path):
+    from utils.rnn import Seq2Seq
+    from utils.transformer import Transformer, TransformerConfig
+
+    dot = Seq2Seq(10, 10, emb_dim=4, enc_hidden=4, dec_hidden=4, attention="dot")
+    path = save_checkpoint(tmp_path / "dot.pt", dot, config=dot.config)
+    scaled = Seq2Seq(10, 10, emb_dim=4, enc_hidden=4, dec_hidden=4, attention="scaled_dot")  # same weight shapes
+    with pytest.raises(CheckpointError, match=r"dot\.pt .*another config.*attention: saved 'dot', expected 'scaled_dot'"):
+        load_checkpoint(path, scaled)
+    load_checkpoint(path, Seq2Seq(10, 10, emb_dim=4, enc_hidden=4, dec_hidden=4, attention="dot", dropout=0.3))
+    with pytest.raises(CheckpointError, match="emb_dim: saved 4, expected 8"):
+        load_checkpoint(path, dot, expected_config={**dot.config, "emb_dim": 8})
+    # a dataclass config (as scripts/train_translation.py saves it, with vars()) equals its dict
+    cfg = TransformerConfig(10, 10, d_model=8, num_heads=2, d_ff=8, num_encoder_layers=1, num_decoder_layers=1)
+    model = Transformer(cfg)
+    path = save_checkpoint(tmp_path / "t.pt", model, config=vars(cfg))
+    assert load_checkpoint(path, Transformer(cfg), expected_config=cfg)["config"] == vars(cfg)
+    post = TransformerConfig(**{**vars(cfg), "pre_norm": True})
+    with pytest.raises(CheckpointError, match="pre_norm: saved False, expected True"):
+        load_checkpoint(path, Transformer(post))
 
 
 def test_device_choice(monkeypatch):
@@ -170,3 +258,60 @@ def test_set_cpu_threads_default_override_and_errors(monkeypatch):
             set_cpu_threads(0)
     finally:
         torch.set_num_threads(before)
+
+def _linear_and_opt():
+    set_seed(0)
+    model = nn.Linear(4, 1)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def test_fit_max_steps_zero_and_resume_at_the_limit_train_nothing():
+    model, opt = _linear_and_opt()
+    loader = DataLoader(_regression(), batch_size=32)
+    before = model.weight.detach().clone()
+    assert fit(model, _mse, loader, opt, max_steps=0, progress=False).steps == 0
+    assert torch.equal(model.weight, before)
+    hist = fit(model, _mse, loader, opt, max_steps=3, progress=False)
+    after = model.weight.detach().clone()
+    hist = fit(model, _mse, loader, opt, max_steps=3, progress=False, history=hist)
+    hist = fit(model, _mse, loader, opt, max_steps=2, progress=False, history=hist)
+    assert hist.steps == 3 and len(hist.train_loss) == 3 and torch.equal(model.weight, after)
+    with pytest.raises(ValueError, match="max_steps must be >= 0"):
+        fit(model, _mse, loader, opt, max_steps=-1, progress=False)
+
+
+def test_fit_rejects_empty_and_one_shot_loaders():
+    model, opt = _linear_and_opt()
+    with pytest.raises(ValueError, match="loader yielded no batches"):
+        fit(model, _mse, [], opt, progress=False)
+    with pytest.raises(ValueError, match="loader yielded no batches"):
+        fit(model, _mse, DataLoader(_regression(n=8), batch_size=16, drop_last=True), opt, progress=False)
+    batches = [tuple(_regression(n=8).tensors)] * 3
+    with pytest.raises(ValueError, match=r"one-shot generator.*DataLoader or a list"):
+        fit(model, _mse, (b for b in batches), opt, epochs=3, progress=False)
+    with pytest.raises(ValueError, match="one-shot list_iterator"):
+        fit(model, _mse, iter(batches), opt, epochs=2, progress=False)
+    assert fit(model, _mse, (b for b in batches), opt, progress=False).steps == 3  # one epoch is fine
+    assert fit(model, _mse, batches, opt, epochs=3, progress=False).steps == 9
+
+
+def test_fit_and_evaluate_need_a_scalar_loss():
+    model, opt = _linear_and_opt()
+    loader = [tuple(_regression(n=8).tensors)]
+
+    def per_example(model, batch):
+        x, y = batch
+        return ((model(x) - y) ** 2).squeeze(1)  # (B,): forgot the .mean()
+
+    with pytest.raises(ValueError, match=r"scalar.*shape \(8,\).*\.mean\(\)"):
+        fit(model, per_example, loader, opt, progress=False)
+    with pytest.raises(ValueError, match=r"scalar.*shape \(8,\)"):
+        evaluate(model, loader, per_example)
+    with pytest.raises(TypeError, match="torch.Tensor.*got float"):
+        fit(model, lambda m, b: 1.0, loader, opt, progress=False)
+
+
+def test_fit_clip_grad_norm_zero_is_not_off():
+    model, opt = _linear_and_opt()
+    with pytest.raises(ValueError, match="clip_grad_norm must be > 0.*None to turn clipping off"):
+        fit(model, _mse, [tuple(_regression(n=8).tensors)], opt, clip_grad_norm=0, progress=False)

@@ -310,3 +310,46 @@ def test_wrong_offset_with_a_cache_is_refused():
     with pytest.raises(ValueError, match="must start at position 1"):
         model.decode(torch.full((3, 1), 5), memory, mask, cache, offset=0)  # forgot to advance the position
     assert model.decode(torch.full((3, 1), 5), memory, mask, cache, offset=1).shape == (3, 1, 19)
+
+
+@pytest.mark.parametrize("max_len", [0, -1])
+def test_decoders_reject_max_len_below_one(max_len):
+    model, src = tiny(), random_src()
+    with pytest.raises(ValueError, match=rf"max_len must be >= 1.*got {max_len}"):
+        greedy_decode(model, src, max_len, BOS, EOS)
+    with pytest.raises(ValueError, match=rf"max_len must be >= 1.*got {max_len}"):
+        beam_search(model, src, 2, max_len, BOS, EOS)
+
+
+def test_ids_outside_the_vocabulary_name_its_size():
+    model, src = tiny(), random_src()
+    with pytest.raises(ValueError, match=r"source ids: id 17 is outside the vocabulary of size 17 \(valid ids: 0..16\)"):
+        model(src.masked_fill(src == PAD, 17), torch.full((3, 2), BOS))
+    with pytest.raises(ValueError, match="target ids: id -3 is outside the vocabulary of size 19"):
+        model(src, torch.full((3, 2), -3))
+    with pytest.raises(ValueError, match="bos_id: id 19 is outside the vocabulary of size 19"):
+        greedy_decode(model, src, 5, 19, EOS)
+    with pytest.raises(ValueError, match="bos_id: id -1 is outside"):
+        beam_search(model, src, 2, 5, -1, EOS)
+    # an <eos> outside the vocabulary is never produced: every output runs to max_len (the benchmark's idiom)
+    assert all(len(seq) == 5 for seq in greedy_decode(model, src, 5, BOS, 19))
+
+
+def test_empty_or_fully_padded_source_is_refused():
+    model = tiny()
+    padded = random_src()
+    padded[1] = PAD
+    for src in (padded, torch.zeros(2, 0, dtype=torch.long)):
+        with pytest.raises(ValueError, match=r"at least one real token; row\(s\) \[.*\] hold only <pad> \(id 0\)"):
+            greedy_decode(model, src, 5, BOS, EOS)
+        with pytest.raises(ValueError, match="at least one real token"):
+            beam_search(model, src, 2, 5, BOS, EOS)
+    empty_batch = torch.zeros(0, 5, dtype=torch.long)
+    assert greedy_decode(model, empty_batch, 5, BOS, EOS) == [] and beam_search(model, empty_batch, 2, 5, BOS, EOS) == []
+
+
+def test_config_sizes_must_be_positive():
+    with pytest.raises(ValueError, match="num_heads must be >= 1, got 0"):
+        TransformerConfig(10, 10, num_heads=0)
+    with pytest.raises(ValueError, match="src_vocab must be >= 1, got 0"):
+        TransformerConfig(0, 10)

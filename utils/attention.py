@@ -5,7 +5,10 @@ Shapes follow ``torch.nn.functional.scaled_dot_product_attention``:
 
 - ``q`` (..., Tq, d_k), ``k`` (..., Tk, d_k), ``v`` (..., Tk, d_v);
 - a mask is **boolean** and broadcastable to (..., Tq, Tk), with **True = may
-  attend** (False positions get -inf before the softmax, hence weight exactly 0);
+  attend** (False positions get -inf before the softmax, hence weight exactly 0). It has
+  2 dims, a (Tq, Tk) pattern for the whole batch, or as many dims as the scores, such as
+  ``key_padding_mask(ids)`` (B, 1, 1, Tk); a raw (B, Tk) padding mask is refused, since it
+  would be read as (Tq, Tk) (see :func:`check_mask`);
 - a query row that may attend to nothing (all False) gets all-zero weights and a
   zero output instead of NaN. PyTorch's fused kernel does the same.
 
@@ -35,7 +38,15 @@ __all__ = [
 
 
 def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, name: str = "mask") -> None:
-    """Raise a clear error unless ``mask`` is a bool tensor broadcastable to ``target_shape``."""
+    """Raise a clear error unless ``mask`` is a bool tensor that can only mean one thing for
+    scores of ``target_shape`` (..., Tq, Tk).
+
+    A mask has either **2 dims**, a (Tq, Tk) pattern shared by every sentence and head (e.g.
+    ``causal_mask(T)``), or **as many dims as the scores**, broadcastable to them (e.g.
+    ``key_padding_mask(ids)``, (B, 1, 1, Tk)). A raw (B, Tk) padding mask is refused: it would
+    be read as (Tq, Tk). When B == Tq a 2-D mask could be either, so it is refused too, unless
+    its rows are all equal (then both readings agree).
+    """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of dtype bool (True = may attend), got {type(mask).__name__}")
     if mask.dtype != torch.bool:
@@ -44,14 +55,25 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
             f"F.scaled_dot_product_attention), got {mask.dtype}. If you have an additive float mask or a "
             f"True = blocked mask (nn.MultiheadAttention's convention), convert it first, e.g. `~blocked`."
         )
+    target_shape = torch.Size(target_shape)
+    how = ("for key padding, turn a (B, Tk) mask into (B, 1, 1, Tk) with key_padding_mask(mask) or "
+           "mask[:, None, None, :] (mask[:, None, :] for 3-D scores)")
+    if mask.dim() not in (2, len(target_shape)):
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} has {mask.dim()} dims; a mask has 2, (Tq, Tk), shared "
+                         f"by the whole batch, or as many as the scores {tuple(target_shape)} (..., Tq, Tk); {how}")
     try:
         shape = torch.broadcast_shapes(mask.shape, target_shape)
     except RuntimeError:
         shape = None
-    if shape != torch.Size(target_shape):
+    if shape != target_shape:
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+                         f"{tuple(target_shape)} (..., Tq, Tk); use (Tq, Tk) for a pattern such as causal_mask(Tq); {how}")
+    if mask.dim() == 2 < len(target_shape) and mask.shape[0] == target_shape[0] > 1 and not bool((mask == mask[:1]).all()):
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(target_shape)} "
-            f"(..., Tq, Tk); use e.g. (Tq, Tk) for a causal mask or (B, 1, 1, Tk) for key padding"
+            f"{name} of shape {tuple(mask.shape)} is ambiguous for scores {tuple(target_shape)}: the batch size and "
+            f"the number of queries are both {mask.shape[0]}, so it could be a (Tq, Tk) pattern or a (B, Tk) "
+            f"padding mask. Give it the scores' number of dims: {how}; for a pattern shared by the batch, such as "
+            f"causal_mask(T), add leading dims of size 1 (mask[None, None] for (B, H, Tq, Tk) scores)"
         )
 
 
@@ -66,7 +88,8 @@ def scaled_dot_product_attention(
 
     Args:
         q: (..., Tq, d_k) queries; k: (..., Tk, d_k) keys; v: (..., Tk, d_v) values.
-        mask: optional bool tensor broadcastable to (..., Tq, Tk); **True = may attend**.
+        mask: optional bool tensor broadcastable to (..., Tq, Tk), **True = may attend**: 2-D
+            (Tq, Tk), or with as many dims as the scores (see :func:`check_mask`).
         dropout_p: dropout on the attention weights (applied whenever > 0; pass 0.0 at
             evaluation time, as :class:`MultiHeadAttention` does).
 
@@ -137,8 +160,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     for m in masks:
         if m is None:
             continue
-        if m.dtype != torch.bool:
-            raise TypeError(f"masks must be bool with True = may attend, got {m.dtype}")
+        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
+            raise TypeError(f"masks must be bool tensors with True = may attend, got {getattr(m, 'dtype', type(m).__name__)}")
         out = m if out is None else out & m
     return out
 

@@ -2,7 +2,10 @@
 
 Every file is fetched from its public source, its SHA-256 is checked against the
 value recorded here, and only then is it moved (atomically) into the cache, so a
-failed or interrupted download never leaves a partial or wrong file behind.
+failed or interrupted download never leaves a partial or wrong file behind. Cached
+files are readable by everyone (mode 0644), so a class can share one data folder; a
+cached file found corrupt is removed (with a warning) and fetched again; the ``.part``
+file of a download that was killed is removed by a later call.
 
 Where files come from, in order:
 
@@ -20,13 +23,16 @@ Data sets (see ``data/README.md`` for sources and licences):
 
 from __future__ import annotations
 
+import glob
 import gzip
 import hashlib
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +120,12 @@ def _copy_into(tmp: Path, entry: DataFile, mirror: str | None, timeout: float) -
         req = urllib.request.Request(entry.url, headers={"User-Agent": "attention-course"})
         with urllib.request.urlopen(req, timeout=timeout) as resp, open(tmp, "wb") as out:
             shutil.copyfileobj(resp, out)
+    except urllib.error.HTTPError as e:  # the server is reachable: being offline is not the problem
+        raise DownloadError(
+            f"could not download {entry.path}: the server answered HTTP {e.code} ({e.reason}) for {entry.url}; "
+            f"the file may have moved. Download it by hand and save it as {cache_dir() / entry.path}, or set "
+            f"COURSE_DATA_MIRROR to a folder that holds {entry.path}, and please report the broken URL."
+        ) from e
     except (urllib.error.URLError, OSError, TimeoutError) as e:
         reason = getattr(e, "reason", e)
         raise DownloadError(
@@ -124,26 +136,48 @@ def _copy_into(tmp: Path, entry: DataFile, mirror: str | None, timeout: float) -
     return entry.url
 
 
+STALE_PART_SECONDS = 600.0  # a .part file nobody has written to for this long is left from a killed download
+
+
+def _remove_stale_parts(dest: Path) -> None:
+    """Delete the ``<name>.*.part`` files beside ``dest`` untouched for :data:`STALE_PART_SECONDS`
+    (a download that is still running, maybe another user's, keeps writing to its own)."""
+    for part in dest.parent.glob(glob.escape(dest.name) + ".*.part"):
+        try:
+            if time.time() - part.stat().st_mtime > STALE_PART_SECONDS:
+                part.unlink()
+        except OSError:
+            pass  # removed meanwhile, or not ours to remove
+
+
 def fetch(path: str, *, timeout: float = 60.0) -> Path:
     """Return the local path of a verified data file, fetching it if needed.
 
     ``path`` is a key of :data:`DATA_FILES`, e.g. ``"multi30k/train.de.gz"``.
     Raises :class:`DownloadError` when it cannot be fetched and
     :class:`ChecksumError` when the bytes fetched are not the expected ones; in
-    both cases nothing is left in the cache.
+    both cases nothing is left in the cache. A corrupt file already in the cache is
+    removed, with a warning, and fetched again.
     """
     if path not in DATA_FILES:
         raise KeyError(f"unknown data file {path!r}; known files: {sorted(DATA_FILES)}")
     entry = DATA_FILES[path]
     dest = cache_dir() / entry.path
+    if dest.parent.is_dir():
+        _remove_stale_parts(dest)
     if dest.is_file():
         got = _sha256(dest)
         if got == entry.sha256:
             return dest
-        raise ChecksumError(
-            f"the cached file {dest} is corrupt or was changed (sha256 {got}, expected {entry.sha256}). "
-            f"Delete it and run again to download a fresh copy."
-        )
+        try:
+            dest.unlink()
+        except OSError as e:
+            raise ChecksumError(
+                f"the cached file {dest} is corrupt or was changed (sha256 {got}, expected {entry.sha256}) and "
+                f"could not be removed ({e}). Delete it and run again to download a fresh copy."
+            ) from e
+        warnings.warn(f"the cached file {dest} was corrupt or changed (sha256 {got}, expected {entry.sha256}); "
+                      f"removed it and fetching a fresh copy", stacklevel=2)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
     os.close(fd)
@@ -157,6 +191,7 @@ def fetch(path: str, *, timeout: float = 60.0) -> Path:
                 f"the download was corrupted or the source changed. Nothing was saved; run again, and if it "
                 f"keeps failing, check the source or report it."
             )
+        os.chmod(tmp, 0o644)  # mkstemp made it 0600: let the other users of a shared data folder read it
         os.replace(tmp, dest)
     finally:
         if tmp.exists():

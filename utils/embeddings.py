@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.text import Vocab, masked_mean
+from utils.text import Vocab, check_ids, masked_mean
 
 __all__ = ["CBOW", "context_windows", "cosine_matrix", "nearest_neighbours", "plot_neighbours", "plot_embeddings_2d"]
 
@@ -30,6 +30,7 @@ class CBOW(nn.Module):
         """``context`` (B, C) ids, ``<pad>`` where a window runs off the sentence -> logits (B, V)."""
         if context.dim() != 2 or context.dtype != torch.long:
             raise ValueError(f"context must be (B, C) long ids, got {context.dtype} {tuple(context.shape)}")
+        check_ids(context, self.embed.num_embeddings, "context")
         e = self.embed(context)                       # (B, C, D)
         h = masked_mean(e, context != self.pad_id)     # (B, D): pads do not count
         return self.out(h)                            # (B, V)
@@ -65,6 +66,9 @@ def nearest_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 
     (the word itself and the special tokens excluded)."""
     if word not in vocab:
         raise KeyError(f"{word!r} is not in the vocabulary (it maps to <unk>); try a more frequent word")
+    if not 1 <= k <= weights.shape[0] - 5:
+        raise ValueError(f"k must be in 1..{weights.shape[0] - 5} (the vocabulary less its 4 special tokens and the "
+                         f"word itself), got {k}")
     w = F.normalize(weights.detach().float(), dim=-1)
     sims = w @ w[vocab[word]]                        # (V,)
     sims[: 4] = -2.0                                  # never return <pad>, <unk>, <bos>, <eos>

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from utils.text import check_ids, int_ids
 
 __all__ = ["CharTokenizer", "show_char", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
            "top_k_filter", "sampling_distribution", "estimate_loss", "text_loss", "gpt_parameter_count",
@@ -52,7 +53,7 @@ class CharTokenizer:
         return [self.stoi[c] for c in s]
 
     def decode(self, ids) -> str:
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        ids = int_ids(ids, "CharTokenizer.decode()")
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
             raise ValueError(f"ids must be in [0, {len(self)}), got {bad[:5]}")
@@ -79,6 +80,8 @@ def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1)
 def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
               device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
+    if block_size < 1 or batch_size < 1:
+        raise ValueError(f"block_size and batch_size must be >= 1, got {block_size} and {batch_size}")
     if len(data) <= block_size:
         raise ValueError(f"the text ({len(data)} tokens) must be longer than block_size ({block_size})")
     start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
@@ -140,7 +143,7 @@ class Block(nn.Module):
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, dh)
             cache["k"], cache["v"] = k, v
         T_new, T_all = q.shape[2], k.shape[2]
-        mask = causal_mask(T_new, T_all, device=x.device)  # (T_new, T_all): new position i sees keys <= its own
+        mask = causal_mask(T_new, T_all, device=x.device)[None, None]  # (1, 1, T_new, T_all): i sees keys <= its own
         p = a.dropout if self.training else 0.0
         if need_weights:
             out, w = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
@@ -188,6 +191,7 @@ class GPT(nn.Module):
         if idx.dim() != 2 or idx.dtype != torch.long:
             raise ValueError(f"idx must be (B, T) token ids of dtype torch.long, got shape {tuple(idx.shape)} "
                              f"and dtype {idx.dtype}")
+        check_ids(idx, self.cfg.vocab_size, "idx")
         T = idx.shape[1]
         if offset + T > self.cfg.block_size:
             raise ValueError(f"positions {offset}..{offset + T - 1} exceed block_size {self.cfg.block_size}: "
@@ -229,10 +233,18 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
-    """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 to sample (0 means greedy: take the argmax), got {temperature}")
-    logits = logits / temperature
+    """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim.
+
+    ``temperature`` must be a finite number > 0, and not so small that ``logits / temperature``
+    overflows (use 0 in :func:`generate` for greedy decoding)."""
+    if not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be a finite number > 0 to sample (0 means greedy: take the argmax), "
+                         f"got {temperature}")
+    scaled = logits / temperature
+    if bool((scaled.isinf() & logits.isfinite()).any()):
+        raise ValueError(f"temperature {temperature} is too small: logits / temperature overflow to infinity; use "
+                         f"temperature=0 for greedy decoding, or a larger temperature")
+    logits = scaled
     if top_k is not None:
         logits = top_k_filter(logits, top_k)
     return F.softmax(logits, dim=-1)
@@ -255,12 +267,15 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
     ``temperature=0`` takes the most probable token (greedy). With ``use_cache`` each step after the
     first feeds only the newest token, at its position, and reuses the cached keys and values; once
     the text is longer than ``block_size`` the window slides and the cache is rebuilt from it, so the
-    result is identical to recomputing everything at every step (``use_cache=False``)."""
+    result is identical to recomputing everything at every step (``use_cache=False``).
+    ``max_new_tokens=0`` returns ``idx`` as it is."""
     if idx.dim() != 2 or idx.dtype != torch.long or idx.shape[1] == 0:
         raise ValueError(f"idx must be a non-empty (B, T) tensor of token ids (torch.long), got shape "
                          f"{tuple(idx.shape)} and dtype {idx.dtype}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     was_training = model.training
     model.eval()
     block = model.cfg.block_size
@@ -287,6 +302,8 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
 @torch.no_grad()
 def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
     """Mean loss over ``batches`` fixed random windows of ``data`` (the same windows every call)."""
+    if batches < 1:
+        raise ValueError(f"batches must be >= 1, got {batches}")
     was_training = model.training
     model.eval()
     g = torch.Generator().manual_seed(seed)

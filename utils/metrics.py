@@ -42,6 +42,22 @@ def _check_pairs(hypotheses: Sequence, references: Sequence) -> None:
         raise ValueError("no sentences to score")
 
 
+def _check_sentences(sentences: Sequence, name: str, tokens: bool) -> None:
+    """Every sentence is a list of str tokens (``tokens=True``) or one str; the error names the first that is not."""
+    for i, sent in enumerate(sentences):
+        if not tokens and not isinstance(sent, str):
+            raise TypeError(f"bleu expects one str per sentence, but {name}[{i}] is a {type(sent).__name__}; join tokens "
+                            f"with utils.text.detokenize(), or score lists of tokens with tokenized_bleu()")
+        if tokens and not isinstance(sent, (list, tuple)):
+            raise TypeError(f"tokenized_bleu expects lists of tokens per sentence, but {name}[{i}] is a "
+                            f"{type(sent).__name__} ({str(sent)[:40]!r}); tokenize it with utils.text.tokenize(), or "
+                            f"score plain strings with bleu()")
+        bad = next((t for t in sent if not isinstance(t, str)), None) if tokens else None
+        if bad is not None:
+            raise TypeError(f"tokenized_bleu expects str tokens, but {name}[{i}] holds {bad!r} "
+                            f"({type(bad).__name__}); turn ids into tokens with vocab.decode() first")
+
+
 def _run(hyps: list[str], refs: list[str], **kwargs) -> BLEUScore:
     import sacrebleu
 
@@ -53,6 +69,8 @@ def _run(hyps: list[str], refs: list[str], **kwargs) -> BLEUScore:
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> BLEUScore:
     """sacreBLEU (13a tokenization, case-sensitive) of detokenized sentences against one reference each."""
     _check_pairs(hypotheses, references)
+    _check_sentences(hypotheses, "hypotheses", tokens=False)
+    _check_sentences(references, "references", tokens=False)
     return _run(list(hypotheses), list(references))
 
 
@@ -60,9 +78,8 @@ def tokenized_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
     """Corpus BLEU-4 of token lists against one token list each, as given (no
     re-tokenization). Feed it lower-cased tokens from :func:`utils.text.tokenize`."""
     _check_pairs(hypotheses, references)
-    for h in list(hypotheses[:1]) + list(references[:1]):
-        if isinstance(h, str):
-            raise TypeError("tokenized_bleu expects lists of tokens per sentence; for plain strings use bleu()")
+    _check_sentences(hypotheses, "hypotheses", tokens=True)
+    _check_sentences(references, "references", tokens=True)
     return _run([" ".join(h) for h in hypotheses], [" ".join(r) for r in references], tokenize="none", force=True)
 
 

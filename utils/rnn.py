@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .text import PairBatch
+from .text import PairBatch, check_ids
 from .training import to_device
 
 __all__ = [
@@ -83,6 +83,7 @@ class Encoder(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         lengths = _check_ids_mask(src, src_mask, "src")
+        check_ids(src, self.embed.num_embeddings, "src")
         x = self.dropout(self.embed(src))                                         # (B, S, E)
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.rnn(packed)
@@ -187,11 +188,14 @@ def make_score(name: str, query_dim: int, key_dim: int) -> Score:
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim counting only positions where ``mask`` is True;
-    the weights at masked positions are exactly 0."""
+    the weights at masked positions are exactly 0, and a row with no True position
+    gets all-zero weights (not NaN), as in :mod:`utils.attention`."""
     if mask.shape != scores.shape or mask.dtype != torch.bool:
         raise ValueError(f"mask must be bool of shape {tuple(scores.shape)} (True = may attend), "
                          f"got {mask.dtype} of shape {tuple(mask.shape)}")
-    return scores.masked_fill(~mask, float("-inf")).softmax(-1)
+    empty = ~mask.any(-1, keepdim=True)                                          # rows with nothing to attend to
+    weights = scores.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0).softmax(-1)
+    return weights.masked_fill(~mask, 0.0)
 
 
 def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
@@ -311,6 +315,7 @@ class Seq2Seq(nn.Module):
         if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with the source's B={src.shape[0]}, got {tuple(tgt_in.shape)} "
                              f"for src {tuple(src.shape)}")
+        check_ids(tgt_in, self.decoder.embed.num_embeddings, "tgt_in")
         logits, _, weights = self.decoder(tgt_in, self.encode(src, src_mask))
         return logits, weights
 
@@ -331,6 +336,16 @@ def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
     return [max_len if max_len is not None else 2 * int(n) + 10 for n in src_len]
 
 
+def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None,
+                       bos_id: int) -> None:
+    """Clear errors for the arguments shared by :func:`greedy_decode` and :func:`beam_search`."""
+    _check_ids_mask(src, src_mask, "src")
+    if max_len is not None and max_len < 1:
+        raise ValueError(f"max_len must be >= 1 (the most tokens to generate), or None for 2 × source length + 10; "
+                         f"got {max_len}")
+    check_ids(bos_id, model.decoder.embed.num_embeddings, "bos_id")  # (an eos_id outside it never ends a sentence)
+
+
 @torch.no_grad()
 def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None = None,
                   bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> tuple[list[list[int]], list[torch.Tensor | None]]:
@@ -338,7 +353,11 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max
 
     Returns per sentence the ids (ending with ``<eos>`` if it was produced, without
     ``<bos>``) and the attention weights (n_out, S_real) of every step (None without attention).
+    An empty batch (B = 0) gives ``([], [])``.
     """
+    _check_decode_args(model, src, src_mask, max_len, bos_id)
+    if src.shape[0] == 0:
+        return [], []
     was_training = model.training
     model.eval()
     enc = model.encode(src, src_mask)
@@ -387,11 +406,12 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_
     A hypothesis that produces ``<eos>`` is finished; the search ends when
     ``beam_size`` hypotheses are finished (or after ``max_len`` steps) and returns the
     one with the best length-normalised score log p / length**alpha. Same outputs as
-    :func:`greedy_decode`; ``beam_size=1`` gives exactly greedy's translation.
+    :func:`greedy_decode` (an empty batch gives ``([], [])``); ``beam_size=1`` gives exactly
+    greedy's translation.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    _check_ids_mask(src, src_mask, "src")
+    _check_decode_args(model, src, src_mask, max_len, bos_id)
     was_training = model.training
     model.eval()
     all_ids, all_w = [], []

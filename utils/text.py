@@ -12,6 +12,7 @@ Conventions used throughout the course
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from torch.utils.data import Dataset
 
 __all__ = [
     "PAD", "UNK", "BOS", "EOS", "SPECIALS",
-    "tokenize", "detokenize", "Vocab",
+    "tokenize", "detokenize", "Vocab", "check_ids", "int_ids",
     "pad_sequences", "padding_mask", "masked_mean",
     "PairBatch", "PairDataset", "collate_pairs",
     "make_sequence_task", "SEQUENCE_TASKS",
@@ -63,6 +64,36 @@ def detokenize(tokens: Sequence[str]) -> str:
     return "".join(out)
 
 
+def int_ids(ids: Iterable[int] | torch.Tensor, what: str) -> list[int]:
+    """``ids`` (a 1-D tensor or a sequence) as a list of ints; float or bool ids are a TypeError, not truncated."""
+    if isinstance(ids, torch.Tensor):
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise TypeError(f"{what} expects integer token ids, got a tensor of dtype {ids.dtype} (ids are whole "
+                            f"numbers: a float tensor here usually means the wrong tensor was passed)")
+        return ids.tolist()
+    out = list(ids)
+    for i, x in enumerate(out):
+        if type(x) is int:
+            continue
+        if isinstance(x, torch.Tensor) and x.numel() == 1:
+            out[i] = x = int_ids(x.reshape(1), what)[0]
+        if not isinstance(x, numbers.Integral) or isinstance(x, bool):
+            raise TypeError(f"{what} expects integer token ids, got {type(x).__name__} {x!r} at index {i}")
+    return out
+
+
+def check_ids(ids: torch.Tensor | int, vocab_size: int, name: str = "ids") -> None:
+    """Raise a ValueError naming the vocabulary size unless every id is in ``0 .. vocab_size - 1``
+    (instead of the embedding's ``IndexError: index out of range in self``, or a CUDA assert)."""
+    ids = torch.as_tensor(ids)
+    if ids.numel() == 0:
+        return
+    lo, hi = torch.stack(torch.aminmax(ids)).tolist()
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"{name}: id {lo if lo < 0 else hi} is outside the vocabulary of size {vocab_size} (valid ids: "
+                         f"0..{vocab_size - 1}); encode with the model's own vocabulary, or give the model a larger one")
+
+
 class Vocab:
     """A bijection between tokens and integer ids.
 
@@ -86,6 +117,8 @@ class Vocab:
         """Build from tokenized sentences (lists of tokens)."""
         if min_freq < 1:
             raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        if max_size is not None and max_size < len(SPECIALS):
+            raise ValueError(f"max_size must be >= {len(SPECIALS)} (the special tokens {SPECIALS} come first), got {max_size}")
         counts: Counter[str] = Counter()
         for sent in sentences:
             if isinstance(sent, str):
@@ -114,20 +147,21 @@ class Vocab:
         """Tokens -> ids (unknown words -> ``<unk>``), optionally framed by ``<bos>``/``<eos>``."""
         if isinstance(tokens, str):
             raise TypeError("encode() expects a list of tokens, got a str; call tokenize() first")
+        bad = next(((i, t) for i, t in enumerate(tokens) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"encode() expects tokens (str), got {type(bad[1]).__name__} {bad[1]!r} at index {bad[0]}; "
+                            f"ids are turned back into tokens with decode()")
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
 
     def decode(self, ids: Iterable[int] | torch.Tensor, strip_special: bool = True) -> list[str]:
         """Ids -> tokens. With ``strip_special`` (default) stop at the first ``<eos>``
         and drop ``<pad>``/``<bos>``, so ``decode(encode(t, True, True)) == t`` for
-        in-vocabulary tokens."""
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1:
-                raise ValueError(f"decode() expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
-            ids = ids.tolist()
+        in-vocabulary tokens. Float or bool ids raise a TypeError (they are not truncated)."""
+        if isinstance(ids, torch.Tensor) and ids.dim() != 1:
+            raise ValueError(f"decode() expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
         out = []
-        for i in ids:
-            i = int(i)
+        for i in int_ids(ids, "decode()"):
             if not 0 <= i < len(self.itos):
                 raise IndexError(f"id {i} is outside this vocabulary of size {len(self.itos)}")
             if strip_special:
@@ -147,7 +181,8 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     """Right-pad integer sequences into one tensor.
 
     Returns ``ids`` (B, T) long, ``lengths`` (B,) long and ``mask`` (B, T) bool
-    with True at real tokens. ``max_len`` truncates longer sequences.
+    with True at real tokens. ``max_len`` truncates longer sequences. The ids must be
+    integers (a float id raises a TypeError rather than being truncated).
     """
     if len(seqs) == 0:
         raise ValueError("pad_sequences() got no sequences")
@@ -157,7 +192,7 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     T = max(lengths)
     ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
     for b, (s, n) in enumerate(zip(seqs, lengths)):
-        ids[b, :n] = torch.as_tensor(list(s[:n]), dtype=torch.long)
+        ids[b, :n] = torch.as_tensor(int_ids(s[:n], f"pad_sequences() (sequence {b})"), dtype=torch.long)
     lengths_t = torch.tensor(lengths, dtype=torch.long)
     mask = torch.arange(T)[None, :] < lengths_t[:, None]
     return ids, lengths_t, mask

@@ -7,10 +7,14 @@ Every notebook trains through it, so the mechanics are written and tested once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
+import re
 import time
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -31,6 +35,7 @@ __all__ = [
     "load_checkpoint",
     "count_parameters",
     "perplexity",
+    "CheckpointError",
 ]
 
 
@@ -128,6 +133,16 @@ class History:
         return np.concatenate([np.cumsum(x[: window - 1]) / np.arange(1, window), out])
 
 
+def _check_loss(loss: Any) -> torch.Tensor:
+    """``loss`` if it is a one-number tensor, else a clear error (not PyTorch's)."""
+    if not isinstance(loss, torch.Tensor):
+        raise TypeError(f"loss_fn must return a torch.Tensor (the scalar loss), got {type(loss).__name__}")
+    if loss.numel() != 1:
+        raise ValueError(f"loss_fn must return a scalar (one number), got a tensor of shape {tuple(loss.shape)}; "
+                         f"reduce it, e.g. with .mean() over the batch")
+    return loss
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: Iterable, loss_fn: Callable, device: torch.device | str | None = None) -> float:
     """Mean of ``loss_fn(model, batch)`` over ``loader``, in eval mode, without gradients."""
@@ -136,7 +151,7 @@ def evaluate(model: nn.Module, loader: Iterable, loss_fn: Callable, device: torc
     model.eval()
     total, n = 0.0, 0
     for batch in loader:
-        total += float(loss_fn(model, to_device(batch, device)))
+        total += float(_check_loss(loss_fn(model, to_device(batch, device))))
         n += 1
     model.train(was_training)
     if n == 0:
@@ -170,9 +185,23 @@ def fit(
     - With ``val_loader``, the validation loss is measured every ``eval_every`` steps
       (or, without ``eval_every``, after every epoch) and once more at the end.
     - Returns a :class:`History`; pass it back in to continue a run.
+
+    ``max_steps=0``, or resuming a history that already has ``max_steps`` steps, trains
+    no step. ``train_loader`` must be re-iterable (a DataLoader, a list) when ``epochs > 1``;
+    a loader that yields no batch, or a ``loss_fn`` that returns more than one number,
+    raises a ValueError.
     """
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if clip_grad_norm is not None and not clip_grad_norm > 0:
+        raise ValueError(f"clip_grad_norm must be > 0 (0 would zero every gradient); pass None to turn clipping off, "
+                         f"got {clip_grad_norm}")
+    if max_steps is not None and max_steps < 0:
+        raise ValueError(f"max_steps must be >= 0 (or None for no limit), got {max_steps}")
+    if epochs > 1 and isinstance(train_loader, Iterator):
+        raise ValueError(f"train_loader is a one-shot {type(train_loader).__name__} (a generator or iterator): it "
+                         f"would be empty after the first of the {epochs} epochs. Pass something that can be iterated "
+                         f"again, such as a DataLoader or a list of batches, or use epochs=1")
     device = torch.device(device) if device is not None else next(model.parameters()).device
     history = history or History()
     model.train()
@@ -182,7 +211,8 @@ def fit(
     except TypeError:
         total = None
     if max_steps is not None:
-        total = max_steps - history.steps if total is None else min(total, max_steps - history.steps)
+        left = max(0, max_steps - history.steps)
+        total = left if total is None else min(total, left)
     bar = None
     if progress:
         # Plain-text bar (not the notebook widget): its final state is what a saved
@@ -196,11 +226,15 @@ def fit(
         history.val_loss.append(loss)
         history.val_step.append(history.steps)
 
-    done = False
+    done = max_steps is not None and history.steps >= max_steps
     for _epoch in range(epochs):
+        if done:
+            break
+        batches = 0
         for batch in train_loader:
+            batches += 1
             batch = to_device(batch, device)
-            loss = loss_fn(model, batch)
+            loss = _check_loss(loss_fn(model, batch))
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss became {loss.item()} at step {history.steps}; lower the learning rate")
             optimizer.zero_grad(set_to_none=True)
@@ -221,10 +255,11 @@ def fit(
             if max_steps is not None and history.steps >= max_steps:
                 done = True
                 break
+        if batches == 0:
+            raise ValueError("the training loader yielded no batches: is its dataset empty (or smaller than "
+                             "batch_size with drop_last=True)?")
         if val_loader is not None and not eval_every:
             run_eval()
-        if done:
-            break
     if val_loader is not None and (not history.val_step or history.val_step[-1] != history.steps):
         run_eval()  # always end with the final model's validation loss
     if bar is not None:
@@ -245,30 +280,125 @@ def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
     return n
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be used; the message names the file, says what was
+    expected and what to do."""
+
+
+_PLAIN = (type(None), bool, int, float, str)
+_WRITTEN_BY = "a checkpoint written by utils.training.save_checkpoint"
+
+
+def _check_plain(value: Any, where: str) -> None:
+    """Raise a TypeError naming ``where`` unless ``torch.load(weights_only=True)`` can load ``value`` back."""
+    if type(value) in _PLAIN or isinstance(value, torch.Tensor):
+        return
+    if type(value) in (list, tuple, torch.Size):
+        for i, v in enumerate(value):
+            _check_plain(v, f"{where}[{i}]")
+        return
+    if type(value) in (dict, OrderedDict):
+        for k, v in value.items():
+            _check_plain(k, f"a key of {where}")
+            _check_plain(v, f"{where}[{k!r}]")
+        return
+    if hasattr(value, "to_list"):
+        hint = f"e.g. {where}.to_list()"
+    elif dataclasses.is_dataclass(value):
+        hint = "e.g. dataclasses.asdict(...)"
+    elif isinstance(value, (int, float)):  # numpy scalars, enums
+        hint = "e.g. int(...) or float(...)"
+    else:
+        hint = "e.g. a dict of its settings"
+    raise TypeError(f"save_checkpoint: {where} is a {type(value).__module__}.{type(value).__qualname__}, which "
+                    f"torch.load(weights_only=True) refuses to load back. Store a plain form instead ({hint}): None, "
+                    f"bool, int, float, str, tensors, and lists, tuples and dicts of them")
+
+
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None, **extra: Any) -> Path:
     """Save model (and optimiser) state plus plain-Python ``extra`` (config, vocab
-    lists, history numbers). Written atomically: a crash leaves no half file."""
+    lists, history numbers). Written atomically: a crash leaves no half file.
+
+    ``extra`` values must be plain data (None, bool, int, float, str, tensors, and
+    lists/tuples/dicts of them), so that :func:`load_checkpoint` can load them safely;
+    anything else (a ``Vocab``: use ``vocab.to_list()``) raises a TypeError. Save the
+    model's sizes as ``config=...`` and :func:`load_checkpoint` checks them."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"save_checkpoint: {path} is a folder; give a file path, e.g. {path / 'model.pt'}")
+    for key, value in extra.items():
+        _check_plain(value, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"model": model.state_dict(), "extra": extra}
     if optimizer is not None:
         state["optimizer"] = optimizer.state_dict()
     tmp = path.with_name(path.name + ".part")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
-def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None, map_location: Any = "cpu") -> dict:
+def _as_dict(config: Any) -> dict | None:
+    """A config as a plain dict (from a dict or a dataclass instance), else None."""
+    if isinstance(config, dict):
+        return dict(config)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    return None
+
+
+def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    map_location: Any = "cpu", expected_config: Any = None) -> dict:
     """Load a checkpoint written by :func:`save_checkpoint` with
-    ``weights_only=True`` (no arbitrary code runs) and return its ``extra`` dict."""
-    state = torch.load(path, map_location=map_location, weights_only=True)
-    model.load_state_dict(state["model"])
+    ``weights_only=True`` (no arbitrary code runs) and return its ``extra`` dict.
+
+    If it was saved with ``config=...``, that config is compared with ``expected_config``
+    (a dict or dataclass) or, by default, with ``model.config`` / ``model.cfg`` (dropout
+    rates excepted: they do not change what the weights compute). Raises
+    :class:`CheckpointError` (naming the file) for a file that is truncated, empty, not a
+    checkpoint, of another model, or without the optimizer state asked for."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - every failure gets the same plain explanation
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))
+        why = (f"it holds a Python object ({found.group(1)}), not plain data, and such objects are never loaded, "
+               f"for safety; save the checkpoint again with a plain form of it (e.g. vocab.to_list())" if found else
+               f"it is truncated or empty (an interrupted save or copy) or not a checkpoint at all "
+               f"({type(e).__name__} while reading it); copy it again or save it again")
+        raise CheckpointError(f"{path} ({path.stat().st_size:,} bytes) cannot be read as {_WRITTEN_BY}: {why}") from None
+    if not isinstance(state, dict) or "model" not in state:
+        if isinstance(state, dict) and state and all(isinstance(v, torch.Tensor) for v in state.values()):
+            what = ("a bare state_dict (from torch.save(model.state_dict())); load it with "
+                    "model.load_state_dict(torch.load(path, weights_only=True)), or save with save_checkpoint")
+        else:
+            what = f"a {type(state).__name__}" + (f" with keys {sorted(map(str, state))[:8]}" if isinstance(state, dict) else "")
+        raise CheckpointError(f"{path} is not {_WRITTEN_BY} (a dict with a 'model' entry): it holds {what}")
+    extra = state.get("extra", {})
+    saved = _as_dict(extra.get("config"))
+    want = _as_dict(expected_config if expected_config is not None else
+                    getattr(model, "config", getattr(model, "cfg", None)))
+    if saved is not None and want is not None:
+        keys = sorted((k for k in saved.keys() | want.keys() if "dropout" not in str(k)), key=str)
+        diff = [f"{k}: saved {saved.get(k, '(missing)')!r}, expected {want.get(k, '(missing)')!r}"
+                for k in keys if saved.get(k, ...) != want.get(k, ...)]
+        if diff:
+            raise CheckpointError(f"{path} was saved from a model with another config ({'; '.join(diff)}); build the "
+                                  f"model with the config saved in the file, or load another file")
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as e:
+        raise CheckpointError(f"the weights in {path} do not fit this model ({type(model).__name__}): {e}") from None
     if optimizer is not None:
         if "optimizer" not in state:
-            raise KeyError(f"{path} holds no optimizer state; save it with save_checkpoint(..., optimizer=...)")
+            raise CheckpointError(f"{path} holds no optimizer state; save it with save_checkpoint(..., optimizer=...)")
         optimizer.load_state_dict(state["optimizer"])
-    return state.get("extra", {})
+    return extra
 
 
 def perplexity(loss: float) -> float:

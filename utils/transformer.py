@@ -30,6 +30,7 @@ from torch import nn
 
 from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
 from utils.positional import SinusoidalPositionalEncoding
+from utils.text import check_ids
 
 __all__ = [
     "TransformerConfig",
@@ -70,6 +71,9 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
@@ -202,7 +206,7 @@ class Decoder(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None,
                 cache: Cache | None = None, offset: int = 0) -> torch.Tensor:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
-        tgt_mask = causal_mask(x.shape[1], offset + x.shape[1], device=x.device)  # (T, offset+T)
+        tgt_mask = causal_mask(x.shape[1], offset + x.shape[1], device=x.device)[None, None]  # (1, 1, T, offset+T)
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask, src_mask, None if cache is None else cache[i])
         return self.norm(x)
@@ -242,6 +246,7 @@ class Transformer(nn.Module):
         """(B, T) ids -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout."""
         if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
             raise ValueError(f"expected (B, T) integer token ids, got {tuple(ids.shape)} {ids.dtype}")
+        check_ids(ids, emb.num_embeddings, "source ids" if emb is not self.tgt_embed else "target ids")
         return self.dropout(self.pos(emb(ids) * math.sqrt(self.cfg.d_model), offset=offset))
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -283,6 +288,19 @@ def _reorder(cache: Cache, index: torch.Tensor) -> None:
             layer[key] = layer[key].index_select(0, index)
 
 
+def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int) -> None:
+    """Clear errors for the arguments of :func:`greedy_decode` and :func:`beam_search`."""
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1 (the most tokens to generate), got {max_len}")
+    check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")  # (an eos_id outside the vocabulary is allowed: it never ends a sentence)
+    if src.dim() != 2:
+        raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
+    empty = (~(src != model.cfg.pad_id).any(1)).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"every sentence in src needs at least one real token; row(s) {empty[:10]} hold only "
+                         f"<pad> (id {model.cfg.pad_id}): there is nothing to translate, so leave them out")
+
+
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, *,
                   use_cache: bool = True, return_attention: bool = False, return_logits: bool = False):
@@ -293,8 +311,10 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     cross-attention (averaged over heads) when each output token was chosen (the <eos>
     step included, so len = tokens + 1 if it stopped). With ``return_logits``, also the
     (B, steps, V) logits of every step. ``use_cache=False`` recomputes the whole prefix at
-    every step (slow; for checking the cache).
+    every step (slow; for checking the cache). A sentence of only ``<pad>`` is a ValueError; an
+    empty batch (B = 0) gives ``[]``.
     """
+    _check_decode_args(model, src, max_len, bos_id)
     model.eval()
     B = src.shape[0]
     src_mask = model.src_mask(src)
@@ -391,6 +411,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
     (without <bos>/<eos>), plus per-sentence cross-attention (len, S) with ``return_attention``."""
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    _check_decode_args(model, src, max_len, bos_id)
     model.eval()
     results = [_beam_one(model, src[b:b + 1], beam_size, max_len, bos_id, eos_id, length_penalty) for b in range(src.shape[0])]
     tokens = [r[0] for r in results]
