@@ -52,7 +52,7 @@ def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.T
 
 
 # --------------------------------------------------------------------------- #
-# Encoder (eq. 2.1)
+# Encoder (Cho et al., 2014; Bahdanau et al., 2015, section 3.2)
 # --------------------------------------------------------------------------- #
 
 class EncoderOutput(NamedTuple):
@@ -95,7 +95,7 @@ class Encoder(nn.Module):
 
 
 # --------------------------------------------------------------------------- #
-# Score functions and attention (eqs. 2.3-2.4)
+# Score functions and attention (Bahdanau et al., 2015, eqs. 5-6)
 # --------------------------------------------------------------------------- #
 
 class Score(nn.Module):
@@ -207,14 +207,14 @@ def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Te
 
 
 # --------------------------------------------------------------------------- #
-# Decoder (eq. 2.2 without attention, eq. 2.5 with it)
+# Decoder (a fixed context without attention; Bahdanau et al., 2015, eq. 4 with it)
 # --------------------------------------------------------------------------- #
 
 class Decoder(nn.Module):
     """s_t = g([emb(y_{t-1}); c_t], s_{t-1}); logits = Linear([s_t; c_t; emb(y_{t-1})]).
 
     Without a score (``score=None``) c_t = c, the encoder's context, for every t
-    (eq. 2.2). With one, c_t is recomputed from s_{t-1} at every step (eqs. 2.3-2.5).
+    (the plain encoder-decoder). With one, c_t is recomputed from s_{t-1} at every step (Bahdanau et al., 2015, eqs. 4-6).
     The first state is s_0 = tanh(W_init c).
     """
 
@@ -287,8 +287,8 @@ class Decoder(nn.Module):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder + decoder. ``attention=None`` gives the plain model of eq. 2.2; a score
-    name (``"additive"``, ``"dot"``, ``"scaled_dot"``, ``"cosine"``) gives eqs. 2.3-2.5.
+    """Encoder + decoder. ``attention=None`` gives the plain encoder-decoder; a score
+    name (``"additive"``, ``"dot"``, ``"scaled_dot"``, ``"cosine"``) gives Bahdanau-style attention.
 
     ``enc_hidden`` is per direction; with ``bidirectional=True`` and
     ``enc_hidden = dec_hidden // 2`` the h_i have the decoder's size, as the dot and
