@@ -33,7 +33,7 @@ from utils.gpt import GPT, GPTConfig
 threads, n = {threads}, {n}
 if threads:
     torch.set_num_threads(threads)
-cfg = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, d_model=128, dropout=0.0)  # notebook 09's model
+cfg = GPTConfig(vocab_size=65, block_size=64, n_layer=2, n_head=4, d_model=128, dropout=0.0)  # notebook 09's model
 torch.manual_seed(0)
 model = GPT(cfg)
 opt = torch.optim.AdamW(model.parameters(), 2e-3)

@@ -97,5 +97,9 @@ def test_outputs_compared_and_threads_chosen_the_course_way(path):
     assert checked, "mark the cells whose deterministic output is part of the lesson with # NBVAL_CHECK_OUTPUT"
     for c in checked:
         assert c.outputs, "a compared cell must have an output to compare"
+        # an output that depends on training, sampling or timing differs between computers: assert it instead
+        found = [w for w in ("fit(", "perf_counter", "time.time(", "multinomial", "evaluate_bleu(", ".generate(")
+                 if w in c.source]
+        assert not found, f"a compared cell trains, samples or times ({found}): drop # NBVAL_CHECK_OUTPUT\n{c.source[:200]}"
     assert "set_cpu_threads()" in code[0].source, "the first code cell chooses the thread count"
     assert not any("set_num_threads" in c.source for c in code), "use utils.training.set_cpu_threads"

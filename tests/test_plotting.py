@@ -32,9 +32,9 @@ def test_plot_attention_rejects_bad_shapes():
 def test_plot_attention_grid_shapes():
     fig = plot_attention_grid(torch.rand(2, 3, 4, 4), list("abcd"), list("wxyz"))
     assert len(fig.axes) == 6
-    assert fig.axes[0].get_title() == "layer 0 · head 0"
+    assert fig.axes[0].get_title() == "layer 1 · head 1"
     fig = plot_attention_grid(torch.rand(4, 3, 3), list("abc"), list("xyz"))
-    assert len(fig.axes) == 4 and fig.axes[3].get_title() == "head 3"
+    assert len(fig.axes) == 4 and fig.axes[3].get_title() == "head 4"
     with pytest.raises(ValueError, match="rows, cols"):
         plot_attention_grid(torch.rand(3, 3), list("abc"), list("abc"))
     plt.close("all")

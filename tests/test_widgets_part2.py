@@ -47,7 +47,7 @@ def test_head_maps_explorer():
     _drive(lambda layer, head: explorers.plot_head_maps(w, toks, toks, head=head, layer=layer),
            {"layer": [1, 0], "head": [3, 0]}, layer=(0, 1), head=(0, 3))
     fig = explorers.plot_head_maps(w[0], toks, toks, head=2)
-    assert fig.axes[0].get_title() == "head 2"
+    assert fig.axes[0].get_title() == "head 3"
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == toks
     with pytest.raises(ValueError):
         explorers.plot_head_maps(w, toks, toks, head=0)  # 4-D needs a layer

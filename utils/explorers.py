@@ -64,7 +64,7 @@ def plot_head_maps(weights, query_tokens: Sequence[str], key_tokens: Sequence[st
     if not 0 <= head < w.shape[0]:
         raise ValueError(f"head must be in 0..{w.shape[0] - 1}, got {head}")
     fig, ax = plt.subplots(figsize=(0.45 * len(key_tokens) + 2.5, 0.4 * len(query_tokens) + 1.8))
-    title = f"head {head}" if layer is None else f"layer {layer} · head {head}"
+    title = f"head {head + 1}" if layer is None else f"layer {layer + 1} · head {head + 1}"  # titles count from 1
     plot_attention(w[head], query_tokens, key_tokens, ax=ax, title=title)
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query")

@@ -93,7 +93,8 @@ def plot_translation(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, sen
                      layer: int = -1, head: int | None = None) -> plt.Figure:
     """Translate ``sentence`` and draw the decoder's cross-attention of one ``layer`` (negative
     counts from the top) and one ``head`` (None: the mean over heads): one row per output token,
-    one column per source token."""
+    one column per source token. ``layer`` and ``head`` are indices (from 0); the title counts
+    layers and heads from 1, as the notebooks' text does."""
     L, H = len(model.decoder.layers), model.cfg.num_heads
     if not -L <= layer < L:
         raise ValueError(f"layer must be in [{-L}, {L - 1}] for a {L}-layer decoder, got {layer}")
@@ -103,7 +104,7 @@ def plot_translation(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, sen
     cross = t["maps"]["cross"][layer, 0]                  # (H, T, S)
     w = cross.mean(0) if head is None else cross[head]   # (T, S)
     fig, ax = plt.subplots(figsize=(0.5 * len(t["src"]) + 3, 0.4 * len(t["rows"]) + 2))
-    which = f"layer {layer % L}, " + ("mean of heads" if head is None else f"head {head}")
+    which = f"layer {layer % L + 1}, " + ("mean of heads" if head is None else f"head {head + 1}")  # titles count from 1
     plot_attention(w, t["rows"], t["src"], ax=ax, title=f"{' '.join(t['out'])}\n(cross-attention, {which})")
     ax.set_xlabel("German source")
     ax.set_ylabel("English output")

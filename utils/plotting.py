@@ -83,7 +83,7 @@ def plot_attention_grid(
         for c in range(C):
             ax = axes[r, c]
             plot_attention(w[r, c], query_tokens, key_tokens, ax=ax, colorbar=False)
-            ax.set_title(f"{row_label} {r} · {col_label} {c}" if R > 1 else f"{col_label} {c}", fontsize=9)
+            ax.set_title(f"{row_label} {r + 1} · {col_label} {c + 1}" if R > 1 else f"{col_label} {c + 1}", fontsize=9)  # counted from 1
             if c > 0:
                 ax.set_yticklabels([])
             if r < R - 1:
