@@ -98,7 +98,7 @@ def plot_embeddings_2d(weights: torch.Tensor, vocab: Vocab, groups: dict[str, Se
     missing = [w for w in words if w not in vocab]
     if missing:
         raise KeyError(f"not in the vocabulary: {missing}")
-    x = F.normalize(weights.detach().float()[[vocab[w] for w in words]], dim=-1)
+    x = F.normalize(weights.detach().float().cpu()[[vocab[w] for w in words]], dim=-1)  # a GPU model works too
     x = x - x.mean(0)
     _, _, v = torch.linalg.svd(x, full_matrices=False)
     xy = (x @ v[:2].T).numpy()                        # (N, 2)
