@@ -200,7 +200,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
            prepared: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eqs. 2.3-2.4: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk)."""
+    """Bahdanau et al. (2015), eqs. 5-6: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk)."""
     weights = masked_softmax(score(query, keys, prepared), mask)                 # (B, S)
     context = torch.einsum("bs,bsd->bd", weights, keys)                          # (B, Dk)
     return context, weights
