@@ -56,3 +56,27 @@ def test_errors_name_the_argument():
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
     with pytest.raises(ValueError, match="lr"):
         warmup_scheduler(opt, 512, 10)
+
+
+@given(d_model=st.integers(1, 4096), warmup=st.integers(1, 10_000), step=st.integers(0, 100_000))
+@settings(max_examples=200, deadline=None)
+def test_without_ramp_the_peak_is_held_then_the_same_decay(d_model, warmup, step):
+    held = transformer_lr(step, d_model, warmup, ramp=False)
+    if step <= warmup:  # the peak from the first step on, instead of a linear climb to it
+        assert held == pytest.approx(peak_lr(d_model, warmup))
+        assert held >= transformer_lr(step, d_model, warmup) * (1 - 1e-12)
+    else:               # afterwards the two schedules are the same
+        assert held == transformer_lr(step, d_model, warmup)
+
+
+def test_transformer_adam_without_ramp_starts_at_the_peak():
+    p = torch.nn.Parameter(torch.zeros(2))
+    opt, sched = transformer_adam([p], d_model=64, warmup=10, factor=2.0, ramp=False)
+    seen = []
+    for _ in range(20):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen[:10] == pytest.approx([peak_lr(64, 10, 2.0)] * 10)
+    assert seen == pytest.approx([transformer_lr(s, 64, 10, 2.0, ramp=False) for s in range(1, 21)])
+    assert seen[10:] == pytest.approx([transformer_lr(s, 64, 10, 2.0) for s in range(11, 21)])

@@ -10,6 +10,7 @@ from utils.training import count_parameters
 from utils.transformer import (
     DecoderLayer,
     EncoderLayer,
+    EncoderTagger,
     FeedForward,
     Transformer,
     TransformerConfig,
@@ -353,3 +354,38 @@ def test_config_sizes_must_be_positive():
         TransformerConfig(10, 10, num_heads=0)
     with pytest.raises(ValueError, match="src_vocab must be >= 1, got 0"):
         TransformerConfig(0, 10)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_encoder_tagger_is_the_transformers_encoder_with_a_read_out(pre_norm):
+    model = tiny(pre_norm)
+    torch.manual_seed(1)
+    tagger = EncoderTagger(model.cfg).eval()
+    assert count_parameters(tagger) == count_parameters(model.src_embed) + parameter_breakdown(model)["encoder"] \
+        + count_parameters(model.out_proj)
+    tagger.src_embed.load_state_dict(model.src_embed.state_dict())
+    tagger.encoder.load_state_dict(model.encoder.state_dict())
+    tagger.out_proj.load_state_dict(model.out_proj.state_dict())
+    src = random_src()
+    logits = tagger(src)
+    assert logits.shape == (3, 7, 19)                                  # (B, S, tgt_vocab)
+    assert torch.allclose(logits, model.out_proj(model.encode(src)), atol=1e-6)
+    # padding is ignored at the real positions, as in the Transformer's encoder
+    longer = torch.cat([src, torch.full((3, 4), PAD)], dim=1)
+    real = src != PAD
+    assert torch.allclose(tagger(longer)[:, :7][real], logits[real], atol=1e-5)
+
+
+def test_encoder_tagger_is_initialised_as_the_transformer_and_checks_its_input():
+    torch.manual_seed(0)
+    cfg = TransformerConfig(src_vocab=50, tgt_vocab=11, d_model=64, num_heads=4, d_ff=128, num_encoder_layers=2,
+                            num_decoder_layers=5, dropout=0.0)
+    tagger = EncoderTagger(cfg)
+    assert abs(tagger.src_embed.weight.std().item() - 64 ** -0.5) < 0.02       # N(0, 1/d_model)
+    bound = (6 / (64 + 11)) ** 0.5                                              # Xavier-uniform
+    assert tagger.out_proj.weight.abs().max() <= bound and tagger.out_proj.weight.abs().max() > 0.9 * bound
+    assert len(tagger.encoder.layers) == 2 and not hasattr(tagger, "decoder")
+    with pytest.raises(ValueError, match="integer token ids"):
+        tagger(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="source ids: id 50 is outside the vocabulary of size 50"):
+        tagger(torch.full((2, 3), 50))

@@ -7,7 +7,8 @@
 which grows linearly for ``warmup`` steps, peaks at ``d_model^-0.5 · warmup^-0.5`` and then
 decays like ``step^-0.5``. :func:`transformer_lr` is the formula; :func:`warmup_scheduler`
 wraps it in a ``torch.optim.lr_scheduler.LambdaLR`` so the training loop only calls
-``scheduler.step()`` after each optimiser step.
+``scheduler.step()`` after each optimiser step. With ``ramp=False`` each gives the same schedule
+without its warm-up (the control: the two differ only in the first ``warmup`` steps).
 """
 
 from __future__ import annotations
@@ -19,35 +20,41 @@ import torch
 __all__ = ["transformer_lr", "warmup_scheduler", "transformer_adam", "peak_lr"]
 
 
-def transformer_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
+def transformer_lr(step: int, d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True) -> float:
     """``factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`` for step ≥ 1
-    (step 0 is treated as step 1, so the very first update is not zero)."""
+    (step 0 is treated as step 1, so the very first update is not zero).
+
+    ``ramp=False`` drops the warm-up and keeps the rest: the peak rate
+    ``factor · d_model^-0.5 · warmup^-0.5`` from the first step to step ``warmup``, then the
+    same ``step^-0.5`` decay."""
     if d_model < 1 or warmup < 1:
         raise ValueError(f"d_model and warmup must be >= 1, got d_model={d_model}, warmup={warmup}")
     if step < 0:
         raise ValueError(f"step must be >= 0, got {step}")
     step = max(step, 1)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    rise = step * warmup ** -1.5 if ramp else warmup ** -0.5
+    return factor * d_model ** -0.5 * min(step ** -0.5, rise)
 
 
 def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int,
-                     factor: float = 1.0) -> torch.optim.lr_scheduler.LambdaLR:
+                     factor: float = 1.0, ramp: bool = True) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` that sets every parameter group's learning rate to
-    ``transformer_lr(step + 1, d_model, warmup, factor)`` (the lr the optimiser was created
+    ``transformer_lr(step + 1, d_model, warmup, factor, ramp)`` (the lr the optimiser was created
     with is replaced, not scaled). Call ``scheduler.step()`` after every ``optimizer.step()``."""
     transformer_lr(1, d_model, warmup, factor)  # validate the arguments now, not at the first step
     base = [group["lr"] for group in optimizer.param_groups]
     if any(b <= 0 for b in base):
         raise ValueError(f"the optimiser's lr must be > 0 (it is divided out), got {base}")
-    lambdas = [lambda step, b=b: transformer_lr(step + 1, d_model, warmup, factor) / b for b in base]
+    lambdas = [lambda step, b=b: transformer_lr(step + 1, d_model, warmup, factor, ramp) / b for b in base]
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
-def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0
+def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True
                      ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
-    """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule."""
+    """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule
+    (``ramp=False``: the same schedule without the warm-up)."""
     opt = torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    return opt, warmup_scheduler(opt, d_model, warmup, factor)
+    return opt, warmup_scheduler(opt, d_model, warmup, factor, ramp)
 
 
 def peak_lr(d_model: int, warmup: int, factor: float = 1.0) -> float:

@@ -14,7 +14,9 @@ Top to bottom:
 - :func:`greedy_decode` and :func:`beam_search` generate with a key/value cache: at step t
   only the new token goes through the decoder, at position t, and its keys and values are
   appended to those already computed;
-- :func:`parameter_breakdown` counts parameters per component (shared tensors once).
+- :func:`parameter_breakdown` counts parameters per component (shared tensors once);
+- :class:`EncoderTagger` is the encoder alone with a read-out at every position, for
+  synthetic tasks such as sorting (notebook 07 trains it with and without a warm-up).
 
 Masks follow :mod:`utils.attention`: boolean, True = may attend.
 """
@@ -40,6 +42,7 @@ __all__ = [
     "Encoder",
     "Decoder",
     "Transformer",
+    "EncoderTagger",
     "greedy_decode",
     "beam_search",
     "parameter_breakdown",
@@ -212,6 +215,15 @@ class Decoder(nn.Module):
         return self.norm(x)
 
 
+def _reset_parameters(model: nn.Module, d_model: int) -> None:
+    """Xavier-uniform for every matrix except the embeddings (``*embed*``), which get N(0, 1/d_model)."""
+    for name, p in model.named_parameters():
+        if p.dim() > 1 and "embed" not in name:
+            nn.init.xavier_uniform_(p)
+    for m in {id(m): m for m in model.modules() if isinstance(m, nn.Embedding)}.values():
+        nn.init.normal_(m.weight, std=d_model ** -0.5)
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer: ids in, next-token logits out."""
 
@@ -232,11 +244,7 @@ class Transformer(nn.Module):
     def reset_parameters(self) -> None:
         """Xavier-uniform for every matrix (as ``nn.Transformer``); embeddings N(0, 1/d_model),
         so that after the × √d_model their entries have variance 1, like the positions."""
-        for name, p in self.named_parameters():
-            if p.dim() > 1 and "embed" not in name:
-                nn.init.xavier_uniform_(p)
-        for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
-            nn.init.normal_(emb.weight, std=self.cfg.d_model ** -0.5)
+        _reset_parameters(self, self.cfg.d_model)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         """(B, 1, 1, S) bool, True at real source tokens."""
@@ -277,6 +285,37 @@ class Transformer(nn.Module):
     def cross_attention(self) -> torch.Tensor:
         """Last decoder layer's cross-attention weights from the latest decode, averaged over heads: (B, T, S)."""
         return self.decoder.layers[-1].cross_weights.mean(dim=1)
+
+
+class EncoderTagger(nn.Module):
+    """The encoder alone, with a linear read-out at every position: (B, S) ids -> (B, S, tgt_vocab) logits.
+
+    The source half of :class:`Transformer` (embeddings × √d_model, sinusoidal positions, dropout,
+    ``cfg.num_encoder_layers`` encoder layers, post- or pre-LN from ``cfg.pre_norm``) and an output
+    projection to ``cfg.tgt_vocab`` labels, initialised as :class:`Transformer`; the decoder sizes of
+    ``cfg`` are not used. For synthetic tasks that label every position, such as sorting a sequence:
+    notebook 07 trains it with and without a learning-rate warm-up.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = nn.Embedding(cfg.src_vocab, cfg.d_model)
+        self.pos = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
+        _reset_parameters(self, cfg.d_model)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """src (B, S) ids -> logits (B, S, tgt_vocab). ``src_mask`` defaults to the padding of ``src``
+        (``cfg.pad_id``); the logits at padded positions are computed but mean nothing."""
+        if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
+            raise ValueError(f"expected (B, S) integer token ids, got {tuple(src.shape)} {src.dtype}")
+        check_ids(src, self.cfg.src_vocab, "source ids")
+        src_mask = key_padding_mask(src, self.cfg.pad_id) if src_mask is None else src_mask
+        x = self.dropout(self.pos(self.src_embed(src) * math.sqrt(self.cfg.d_model)))  # (B, S, D)
+        return self.out_proj(self.encoder(x, src_mask))                                # (B, S, tgt_vocab)
 
 
 # --------------------------------------------------------------------------- generation
