@@ -18,7 +18,6 @@ the manifest before it reads them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .data import REPO_ROOT
+from .data import REPO_ROOT, _sha256  # the data cache's streaming SHA-256
 from .text import Vocab
 
 __all__ = ["PretrainedError", "Pretrained", "pretrained_dir", "available", "load_pretrained", "build_model",
@@ -56,14 +55,6 @@ def _manifest(folder: Path) -> dict:
 def available() -> list[str]:
     """Names of the models the manifest lists."""
     return sorted(_manifest(pretrained_dir()))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _verified(folder: Path, entry: dict, filename: str) -> Path:
