@@ -33,16 +33,6 @@ from utils.translation import TranslationData, evaluate_bleu, prepare_translatio
 SLICE = 200
 
 
-def slice_of(data: TranslationData, n: int, split: str = "test") -> TranslationData:
-    """The first ``n`` sentences of ``split`` as a data set of their own (for a quick re-score)."""
-    from utils.text import PairDataset
-
-    ds = data.datasets[split]
-    return TranslationData(data.src_lang, data.tgt_lang, data.src_vocab, data.tgt_vocab,
-                           {split: PairDataset(ds.src[:n], ds.tgt[:n])}, {split: data.pairs[split][:n]},
-                           {split: data.tokens[split][:n]}, {**data.config, "slice": n})
-
-
 def score(pt, data: TranslationData, n_slice: int) -> dict:
     out = {}
     for method in ("greedy", "beam"):
@@ -52,7 +42,7 @@ def score(pt, data: TranslationData, n_slice: int) -> dict:
         out[key] = dict(tokenized_bleu=round(r.tokenized.score, 2), sacrebleu=round(r.sacrebleu.score, 2),
                         seconds=round(time.perf_counter() - t0, 1))
         print(f"{pt.name} {key}: {r} ({out[key]['seconds']} s)", flush=True)
-    r = evaluate_bleu(pt.decode_fn("greedy"), slice_of(data, n_slice), "test")
+    r = evaluate_bleu(pt.decode_fn("greedy"), data.head(n_slice), "test")
     out["slice"] = dict(split="test_2016_flickr", first=n_slice, method="greedy",
                         tokenized_bleu=round(r.tokenized.score, 2), sacrebleu=round(r.sacrebleu.score, 2))
     return out

@@ -121,3 +121,17 @@ def test_bleu_by_length(data):
         bleu_by_length(refs, refs, lengths, edges=(5, 5))
     with pytest.raises(ValueError, match="as many"):
         bleu_by_length(refs[:3], refs, lengths)
+
+
+def test_head_is_the_first_sentences_of_one_split(data):
+    sub = data.head(5)
+    assert list(sub.datasets) == ["test"] and len(sub.test) == 5
+    assert sub.src_vocab is data.src_vocab and sub.tgt_vocab is data.tgt_vocab
+    assert [sub.test[i] for i in range(5)] == [data.test[i] for i in range(5)]
+    assert sub.pairs["test"] == data.pairs["test"][:5] and sub.tokens["test"] == data.tokens["test"][:5]
+    assert evaluate_bleu(oracle, sub, "test").hypotheses == evaluate_bleu(oracle, data, "test").hypotheses[:5]
+    assert len(data.head(3, "val").val) == 3
+    with pytest.raises(KeyError, match="no split 'dev'"):
+        data.head(3, "dev")
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        data.head(0)

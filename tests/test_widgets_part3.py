@@ -58,7 +58,8 @@ def test_translation_explorer_callback():
     model, sv, tv = _tiny_translator()
     w = interactive(lambda sentence, method, layer, head: ex.plot_translation(model, sv, tv, sentence, method, layer,
                                                                               None if head == "mean" else head),
-                    sentence="ein hund rennt im schnee .", method=["greedy", "beam"], layer=[0, 1], head=["mean", 0, 1])
+                    sentence="ein hund rennt im schnee .", method=["greedy", "beam"],
+                    layer=[("1", 0), ("2", 1)], head=[("mean", "mean"), ("1", 0), ("2", 1)])  # as notebook 08: shown from 1
     controls = {c.description: c for c in w.children[:-1]}
     for name, value in [("sentence", "ein hund ."), ("method", "beam"), ("layer", 1), ("head", 0)]:
         controls[name].value = value  # fires the callback, as typing or a click would
@@ -69,6 +70,7 @@ def test_translation_explorer_callback():
         assert src_labels[0] == "<bos>" and src_labels[-1] == "<eos>" and "hund" in src_labels
         assert len(src_labels) == len(controls["sentence"].value.split()) + 2
         plt.close(fig)
+    assert controls["layer"].label == "2" and "(cross-attention, layer 2, head 1)" in ax.get_title()  # labels match titles
 
 
 def test_translate_sentence_maps_and_errors():
