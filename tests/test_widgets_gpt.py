@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from ipywidgets import fixed, interactive  # noqa: E402
+from ipywidgets import fixed  # noqa: E402
+from utils.explorers import explorer  # noqa: E402
 
 from utils import explorers_gpt as ex  # noqa: E402
 from utils.gpt import GPT, CharTokenizer, GPTConfig  # noqa: E402
@@ -29,7 +30,7 @@ def model_and_tokenizer():
 
 def test_next_char_explorer_callback():
     model, tok = model_and_tokenizer()
-    w = interactive(ex.plot_next_char, model=fixed(model), tok=fixed(tok), prompt="to be", temperature=(0.1, 2.0),
+    w = explorer(ex.plot_next_char, model=fixed(model), tok=fixed(tok), prompt="to be", temperature=(0.1, 2.0),
                     top_k=(0, 20), length=fixed(30), seed=fixed(0), show=fixed(8))
     controls = {c.description: c for c in w.children[:-1]}
     for name, value in [("temperature", 0.5), ("top_k", 3), ("prompt", "that is the question, to be or not to be")]:

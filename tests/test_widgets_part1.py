@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from ipywidgets import fixed, interactive  # noqa: E402
+from ipywidgets import fixed  # noqa: E402
+from utils.explorers import explorer  # noqa: E402
 
 from utils import explorers_rnn as ex  # noqa: E402
 from utils.rnn import Seq2Seq, beam_search, greedy_decode  # noqa: E402
@@ -57,7 +58,7 @@ def _ticks(labels) -> list[str]:
 
 def test_context_sensitivity_explorer_callback(data):
     model = _model(data)
-    w = interactive(ex.plot_context_sensitivity, model=fixed(model), data=fixed(data), index=(0, len(PAIRS) - 1),
+    w = explorer(ex.plot_context_sensitivity, model=fixed(model), data=fixed(data), index=(0, len(PAIRS) - 1),
                     split=fixed("test"))
     controls = {c.description: c for c in w.children[:-1]}
     assert list(controls) == ["index"]
@@ -112,7 +113,7 @@ def test_context_sensitivity_marks_the_words_that_change_the_translation(data):
 
 def test_alignment_explorer_callback(data):
     model = _model(data, attention="additive")
-    w = interactive(ex.plot_alignment, model=fixed(model), data=fixed(data), index=(0, len(PAIRS) - 1),
+    w = explorer(ex.plot_alignment, model=fixed(model), data=fixed(data), index=(0, len(PAIRS) - 1),
                     beam_size=(1, 5), split=fixed("test"))
     controls = {c.description: c for c in w.children[:-1]}
     assert set(controls) == {"index", "beam_size"}

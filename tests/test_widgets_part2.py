@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from ipywidgets import fixed, interactive  # noqa: E402
+from ipywidgets import fixed  # noqa: E402
+from utils.explorers import explorer  # noqa: E402
 
 from utils import explorers  # noqa: E402
 
@@ -19,8 +20,8 @@ def close_figures():
 
 
 def _drive(fn, settings: dict, **widget_args):
-    """Build the same ``interactive`` the notebook shows, then move each control."""
-    w = interactive(fn, **widget_args)
+    """Build the same explorer the notebook shows, then move each control."""
+    w = explorer(fn, **widget_args)
     controls = {c.description: c for c in w.children[:-1]}
     for name, values in settings.items():
         for value in values:

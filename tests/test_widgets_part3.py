@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from ipywidgets import interactive  # noqa: E402
+from utils.explorers import explorer  # noqa: E402
 
 from utils import explorers_transformer as ex  # noqa: E402
 
@@ -18,7 +18,7 @@ def close_figures():
 
 
 def test_gradient_norm_explorer_callback():
-    w = interactive(ex.plot_gradient_norms, depth=(2, 48, 2), d_model=[16, 32, 64], log_scale=True)
+    w = explorer(ex.plot_gradient_norms, depth=(2, 48, 2), d_model=[16, 32, 64], log_scale=True)
     controls = {c.description: c for c in w.children[:-1]}
     for name, values in {"depth": [4, 8], "d_model": [16], "log_scale": [False, True]}.items():
         for value in values:
@@ -56,7 +56,7 @@ def _tiny_translator():
 
 def test_translation_explorer_callback():
     model, sv, tv = _tiny_translator()
-    w = interactive(lambda sentence, method, layer, head: ex.plot_translation(model, sv, tv, sentence, method, layer,
+    w = explorer(lambda sentence, method, layer, head: ex.plot_translation(model, sv, tv, sentence, method, layer,
                                                                               None if head == "mean" else head),
                     sentence="ein hund rennt im schnee .", method=["greedy", "beam"],
                     layer=[("1", 0), ("2", 1)], head=[("mean", "mean"), ("1", 0), ("2", 1)])  # as notebook 08: shown from 1

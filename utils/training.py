@@ -215,11 +215,11 @@ def fit(
         total = left if total is None else min(total, left)
     bar = None
     if progress:
-        # Plain-text bar (not the notebook widget): its final state is what a saved
-        # notebook shows, on GitHub too. Updated at most every few seconds.
-        from tqdm import tqdm
+        # tqdm.auto: a widget bar in Jupyter (not a stderr box that looks like an error),
+        # a text bar in a terminal. Updated at most every few seconds.
+        from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0, dynamic_ncols=False, ncols=90)
+        bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0)
 
     def run_eval() -> None:
         loss = evaluate(model, val_loader, loss_fn, device)
@@ -262,9 +262,13 @@ def fit(
             run_eval()
     if val_loader is not None and (not history.val_step or history.val_step[-1] != history.steps):
         run_eval()  # always end with the final model's validation loss
+    history.seconds += time.perf_counter() - start
     if bar is not None:
         bar.close()
-    history.seconds += time.perf_counter() - start
+        # one plain line that a saved notebook shows on its own (a widget bar needs a live kernel)
+        last = f", last training loss {history.train_loss[-1]:.3f}" if history.train_loss else ""
+        val = f", validation loss {history.val_loss[-1]:.3f}" if history.val_loss else ""
+        print(f"trained to step {history.steps}{last}{val}")
     model.eval()
     return history
 
