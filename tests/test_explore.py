@@ -1,6 +1,7 @@
 """``utils.explorers.explore`` in a real Jupyter kernel (through nbclient, which records what
 a front end would show, widget state included): exactly one figure per explorer, also after
-a control moves, and a PNG fallback for the saved notebook.
+a control moves, and a PNG fallback for the saved notebook; and ``fit``'s progress bar, a
+widget whose saved text is the finished bar.
 
 The control cell runs ``ipywidgets.interact`` on a function that returns an open figure, the
 way the notebooks did before, and shows that the same counting sees its stale second copy."""
@@ -11,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.notebook_utils import KERNEL
+from notebook_utils import KERNEL
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -34,6 +35,9 @@ def executed():
         " key_tokens=KEYS)\ndisplay(w)",
         "first = w.last_figure['image/png']\nw.kwargs_widgets[0].value = 1024\nassert w.last_figure['image/png'] != first",
         "interact(plot_softmax_saturation, d_k=[4, 1024], scaled=False, seed=(0, 3), key_tokens=KEYS);",
+        "import torch\nfrom utils.training import fit\nm = torch.nn.Linear(2, 1)\n"
+        "batches = [(torch.ones(3, 2), torch.zeros(3, 1))] * 5\n"
+        "h = fit(m, lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1]), batches, torch.optim.SGD(m.parameters(), 0.1))",
         "def not_a_figure(x=1):\n    plt.plot([x])\n\ndisplay(explorer(not_a_figure, x=(0, 3)))\nprint(plt.get_fignums())",
     ]]
     NotebookClient(nb, kernel_name=KERNEL, timeout=120).execute()
@@ -89,9 +93,22 @@ def test_the_count_sees_interacts_stale_copy(executed):
 
 def test_a_figure_function_must_return_a_figure(executed):
     nb, state = executed
-    (view,) = [o for o in nb.cells[5].outputs if WIDGET_VIEW in o.get("data", {})]
+    (view,) = [o for o in nb.cells[6].outputs if WIDGET_VIEW in o.get("data", {})]
     errors = [o for o in _output_widget(state, view)["outputs"] if o["output_type"] == "error"]
     assert errors and errors[0]["evalue"] == ("an explorer's figure function must return a matplotlib Figure, "
                                               "'not_a_figure' returned NoneType")
-    text = "".join(o.get("text", "") for o in nb.cells[5].outputs)
+    text = "".join(o.get("text", "") for o in nb.cells[6].outputs)
     assert text.strip() == "[]", "the half-drawn figure was closed"
+
+
+def test_fit_shows_a_progress_widget_whose_saved_text_is_the_finished_bar(executed):
+    nb, state = executed
+    outputs = nb.cells[5].outputs
+    assert [o["output_type"] for o in outputs] == ["display_data"], "no stderr box, no extra print"
+    data = outputs[0]["data"]
+    assert WIDGET_VIEW in data
+    assert data["text/plain"].startswith("training: 100%") and "5/5" in data["text/plain"]
+    box = state[data[WIDGET_VIEW]["model_id"]]["state"]
+    bars = [state[c.removeprefix("IPY_MODEL_")] for c in box["children"]]
+    (progress,) = [b["state"] for b in bars if b["model_name"] == "FloatProgressModel"]
+    assert progress["value"] == progress["max"] == 5

@@ -103,3 +103,23 @@ def test_outputs_compared_and_threads_chosen_the_course_way(path):
         assert not found, f"a compared cell trains, samples or times ({found}): drop # NBVAL_CHECK_OUTPUT\n{c.source[:200]}"
     assert "set_cpu_threads()" in code[0].source, "the first code cell chooses the thread count"
     assert not any("set_num_threads" in c.source for c in code), "use utils.training.set_cpu_threads"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_explorers_go_through_explore(path):
+    """Every explorer is shown with utils.explorers.explore (one figure, PNG fallback for the
+    saved view), never with ipywidgets.interact directly (which leaves a stale second figure);
+    and its saved output carries that PNG, so the committed notebook shows a figure."""
+    nb = read(path)
+    explorers = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or BEGIN in cell.source:
+            continue
+        assert not re.search(r"\binteract(ive)?\s*\(", cell.source), f"cell {i}: use utils.explorers.explore"
+        if re.search(r"\bexplore\s*\(", cell.source):
+            explorers += 1
+            bundles = [o["data"] for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+            assert len(bundles) == 1 and "image/png" in bundles[0], f"cell {i}: explorer output without a figure"
+            assert not [o for o in cell.outputs if "image/png" in o.get("data", {}) and o["data"] is not bundles[0]], \
+                f"cell {i}: a figure outside the explorer"
+    assert explorers >= 1, "every notebook has at least one explorer"

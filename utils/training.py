@@ -215,11 +215,7 @@ def fit(
         total = left if total is None else min(total, left)
     bar = None
     if progress:
-        # tqdm.auto: a widget bar in Jupyter (not a stderr box that looks like an error),
-        # a text bar in a terminal. Updated at most every few seconds.
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0)
+        bar, bar_display = _progress_bar(total)
 
     def run_eval() -> None:
         loss = evaluate(model, val_loader, loss_fn, device)
@@ -265,12 +261,26 @@ def fit(
     history.seconds += time.perf_counter() - start
     if bar is not None:
         bar.close()
-        # one plain line that a saved notebook shows on its own (a widget bar needs a live kernel)
-        last = f", last training loss {history.train_loss[-1]:.3f}" if history.train_loss else ""
-        val = f", validation loss {history.val_loss[-1]:.3f}" if history.val_loss else ""
-        print(f"trained to step {history.steps}{last}{val}")
+        if bar_display is not None:  # the saved notebook's text shows the finished bar, not 0%
+            bar_display.update(bar.container)
     model.eval()
     return history
+
+
+def _progress_bar(total: int | None):
+    """tqdm.auto's bar: a widget in Jupyter (not a stderr box that looks like an error), text
+    in a terminal; redrawn at most every few seconds. In Jupyter it is displayed with a
+    display id, so that ``fit`` can refresh its text form when it ends (that text, the
+    finished bar, is what a saved notebook shows without a kernel). Returns (bar, handle)."""
+    from tqdm.auto import tqdm
+    from tqdm.notebook import tqdm_notebook
+
+    if not issubclass(tqdm, tqdm_notebook):
+        return tqdm(total=total, desc="training", leave=True, mininterval=5.0), None
+    from IPython.display import display
+
+    bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0, display=False)
+    return bar, display(bar.container, display_id=True)
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
