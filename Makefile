@@ -2,10 +2,14 @@
 #   make lab    create .venv, install everything, open JupyterLab on notebooks/
 #   make test   create .venv if needed, install, run every test and every notebook
 #   make test-portable   the notebooks again under other CPU kernels and thread counts (CI runs it too)
+#   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
+#   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
 #           make test PYTEST_ARGS="-k attention"                         extra pytest arguments
+#           make slides VARIANT=instructor   solutions kept (build/slides-instructor/; default: student, stubs)
+#           make handouts NOTEBOOKS="04 06"  some notebooks only (numbers, names or paths)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -21,8 +25,10 @@ COURSE_DATA_MIRROR ?= $(if $(wildcard ../shared/data/SOURCES.md),$(abspath ../sh
 export COURSE_DATA_MIRROR
 NBVAL_ARGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 PYTEST_ARGS ?=
+VARIANT ?= student
+NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-utils test-notebooks student clean
+.PHONY: install lab test test-portable test-utils test-notebooks student slides handouts clean
 
 install: $(STAMP)
 
@@ -62,5 +68,13 @@ test-notebooks: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python scripts/make_student.py notebooks student
 
+# Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
+# solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/build_decks.py.
+slides: $(STAMP)
+	$(BIN)/python scripts/build_decks.py slides --variant $(VARIANT) $(NOTEBOOKS)
+
+handouts: $(STAMP)
+	$(BIN)/python scripts/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
+
 clean:
-	rm -rf $(VENV) student .pytest_cache
+	rm -rf $(VENV) student build .pytest_cache

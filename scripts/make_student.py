@@ -1,6 +1,9 @@
 """Generate student versions of the notebooks with nbgrader's preprocessors:
 solutions are replaced by stubs (``raise NotImplementedError()`` / "YOUR ANSWER
-HERE") and outputs are cleared.
+HERE"), mark schemes are removed, and outputs are cleared.
+
+``clear_solutions`` (the same without clearing outputs) is also used by
+``scripts/build_decks.py`` for the student slide decks and hand-outs.
 
     python scripts/make_student.py notebooks student      # every notebook
     python scripts/make_student.py notebooks/03_additive_attention.ipynb student
@@ -12,15 +15,30 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearOutput, ClearSolutions
+from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, ClearSolutions
+
+# The lines nbgrader looks for (a line containing one of these opens or closes a region).
+SOLUTION_DELIMITERS = (
+    ClearSolutions.begin_solution_delimeter.default_value,
+    ClearSolutions.end_solution_delimeter.default_value,
+    ClearMarkScheme.begin_mark_scheme_delimeter.default_value,
+    ClearMarkScheme.end_mark_scheme_delimeter.default_value,
+)
 
 
-def student_version(nb):
-    """Return a copy of ``nb`` with solutions stubbed out and outputs cleared."""
+def clear_solutions(nb):
+    """Return a copy of ``nb`` with solutions stubbed out and mark schemes removed (outputs kept)."""
     nb = nbformat.from_dict(nb)
     resources = {}
     nb, resources = ClearSolutions().preprocess(nb, resources)
-    nb, resources = ClearOutput().preprocess(nb, resources)
+    nb, resources = ClearMarkScheme().preprocess(nb, resources)
+    return nb
+
+
+def student_version(nb):
+    """Return a copy of ``nb`` with solutions stubbed out, mark schemes removed and outputs cleared."""
+    nb = clear_solutions(nb)
+    nb, _ = ClearOutput().preprocess(nb, {})
     return nb
 
 
