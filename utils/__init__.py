@@ -8,6 +8,7 @@ against the version here, and later notebooks import it from here.
 - ``utils.training``   seeds, device choice, a small training loop, checkpoints
 - ``utils.metrics``    BLEU (sacrebleu), token accuracy, exact match
 - ``utils.plotting``   attention heatmaps labelled with tokens, loss curves
+- ``utils.diagrams``   diagrams of every mechanism (RNN encoder-decoder to the key/value cache), drawn by code
 - ``utils.embeddings`` a CBOW word-embedding model, nearest neighbours, embedding maps
 - ``utils.translation`` the Multi30k translation pipeline: data, loaders, decoding, BLEU
 - ``utils.rnn``        RNN encoder, decoders with and without attention, score functions, beam search
