@@ -11,10 +11,11 @@ What a line is (one line of code in nbconvert's reveal template is 23 px of the 
 the calibration is described in tests/test_slides.py):
 
 - a code cell: its source lines, plus 1 for the cell's padding; each output adds 1, plus its text
-  lines (wrapped at 80 characters) or, for a PNG, its height at the slide's scale in 23-px lines
-  (images wider than 860 px are shrunk to that width);
-- a markdown cell: every source line counts ceil(len / 75) lines (headings and table rows 1.5 and
-  1.2 lines), a blank line half a line;
+  lines (wrapped at 80 characters) or, for a PNG, its height in
+  px / 20 (images wider than 860 px first shrunk to that width);
+- a markdown cell: 1 line for its margins plus, per non-blank source line, ceil(len / 55)
+  lines (a ``# `` heading 3 and other headings 2 per 55 characters, a table row 2), all times 1.3,
+  since a rendered markdown line is taller than a line of code;
 - ``skip`` and ``notes`` cells count nothing; ``slide`` and ``subslide`` start a new page;
   ``fragment`` and ``-`` cells count on the page they belong to.
 """
