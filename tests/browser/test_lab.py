@@ -1,0 +1,185 @@
+"""The course as a learner meets it: each notebook opened in JupyterLab in Chromium, run with
+Run → Run All Cells, its outputs and explorers checked on the page, and its RISE slideshow.
+
+`make test-browser` runs all nine notebooks; COURSE_BROWSER_NOTEBOOKS="04 06" runs a subset
+(CI does, see .ci/run). Fixtures are in conftest.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+KERNEL_DISPLAY_NAME = "Python 3 (attention-course)"
+
+pytestmark = pytest.mark.browser
+
+ALL_NOTEBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def selected_notebooks() -> list[str]:
+    wanted = os.environ.get("COURSE_BROWSER_NOTEBOOKS", "").replace(",", " ").split()
+    if not wanted:
+        return ALL_NOTEBOOKS
+    chosen = [nb for nb in ALL_NOTEBOOKS if any(nb.startswith(w) for w in wanted)]
+    unknown = [w for w in wanted if not any(nb.startswith(w) for nb in ALL_NOTEBOOKS)]
+    if unknown:
+        raise ValueError(f"COURSE_BROWSER_NOTEBOOKS names no notebook for {unknown}; notebooks: {ALL_NOTEBOOKS}")
+    return chosen
+
+
+NOTEBOOK_PARAMS = [pytest.param(nb, id=nb[:2]) for nb in selected_notebooks()]
+
+# A code cell that shows an explorer: interact(...) / widgets.interact(...) / interactive(...) / explore(...).
+EXPLORER_CALL = re.compile(r"\b(interact|interactive|explore)\s*\(")
+RUN_ALL_TIMEOUT_MS = 30 * 60_000  # notebook 03 takes ~7 min on a quiet 2-core machine
+UPDATE_TIMEOUT_MS = 180_000  # one explorer redraw (09 generates text)
+# COURSE_BROWSER_SCREENSHOTS=docs/screenshots saves each explorer as it first appears (the README shows 04's)
+SCREENSHOTS = os.environ.get("COURSE_BROWSER_SCREENSHOTS")
+
+KERNEL_IDLE = '.jp-Notebook-ExecutionIndicator[data-status="idle"]'
+ALL_CELLS_RUN = """() => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
+        && indicator && indicator.dataset.status === 'idle';
+}"""
+
+
+def menu(page, *path: str) -> None:
+    """Click through JupyterLab's main menu, e.g. menu(page, "Run", "Run All Cells")."""
+    for name in path:
+        page.get_by_role("menuitem", name=name, exact=True).click()
+
+
+def open_notebook(page, lab, name: str) -> None:
+    page.goto(lab.tree_url(name))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=180_000)
+    # the kernel named in the notebook's metadata starts, or a dialog asks which kernel to use
+    page.wait_for_function("""name => document.querySelector('.jp-Dialog') || [...document.querySelectorAll(
+        '.jp-KernelName')].some(k => k.textContent.trim() === name)""", arg=KERNEL_DISPLAY_NAME, timeout=180_000)
+    page.locator(KERNEL_IDLE).wait_for(timeout=180_000)
+
+
+def explorer_cells(name: str) -> list[int]:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and EXPLORER_CALL.search(c.source)]
+
+
+def figure_srcs(cell) -> list[str]:
+    """The src of every figure (img) in a cell's outputs."""
+    return cell.locator(".jp-Cell-outputArea img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+
+
+def wait_for_new_figure(page, cell, before: list[str], timeout_ms: int = UPDATE_TIMEOUT_MS) -> float:
+    """Wait until the cell shows a figure that was not there before and the kernel is idle; seconds taken."""
+    t0 = time.monotonic()
+    cell.element_handle().wait_for_element_state("stable")
+    page.wait_for_function(
+        """([cell, before]) => [...cell.querySelectorAll('.jp-Cell-outputArea img')]
+               .some(i => !before.includes(i.getAttribute('src')))""",
+        arg=[cell.element_handle(), before], timeout=timeout_ms, polling=200)
+    page.locator(KERNEL_IDLE).wait_for(timeout=timeout_ms)
+    page.wait_for_timeout(500)  # let the last display messages land
+    return time.monotonic() - t0
+
+
+def move_one_control(page, interact) -> str:
+    """Move the explorer's first slider (ArrowRight), else dropdown (next option), else checkbox,
+    else text box (type and Enter). Returns what was moved, for messages."""
+    slider = interact.locator(".widget-slider .noUi-handle").first
+    if slider.count():
+        label = slider.locator("xpath=ancestor::div[contains(@class,'widget-slider')][1]//label").first.inner_text()
+        now, top = float(slider.get_attribute("aria-valuenow")), float(slider.get_attribute("aria-valuemax"))
+        slider.focus()
+        slider.press("ArrowLeft" if now >= top else "ArrowRight")
+        return f"slider {label!r}"
+    select = interact.locator(".widget-dropdown select").first
+    if select.count():
+        options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+        current = select.input_value()
+        select.select_option(next(o for o in options if o != current))
+        return "dropdown"
+    box = interact.locator(".widget-checkbox input[type=checkbox]").first
+    if box.count():
+        box.click()
+        return "checkbox"
+    text = interact.locator(".widget-text input").first
+    text.click()
+    text.press("End")
+    text.type(" .")
+    text.press("Enter")
+    return "text box"
+
+
+def slide_count_from_metadata(name: str) -> int:
+    """Slides (reveal.js counts horizontal and vertical ones alike) implied by the cells'
+    slideshow.slide_type: each "slide" or "subslide" cell starts one; the first cell always does."""
+    cells = nbformat.read(NOTEBOOKS / name, as_version=4).cells
+    starts = [c.get("metadata", {}).get("slideshow", {}).get("slide_type") in ("slide", "subslide") for c in cells]
+    return sum(starts) + (0 if starts and starts[0] else 1)
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_PARAMS)
+def test_run_all_in_jupyterlab(page, lab, name, record_property):
+    open_notebook(page, lab, name)
+    # the course kernel, chosen from the notebook's metadata without asking
+    assert page.locator(".jp-Dialog").count() == 0, f"a dialog opened with {name}: {page.locator('.jp-Dialog').inner_text()}"
+    assert page.locator(".jp-KernelName").first.inner_text().strip() == KERNEL_DISPLAY_NAME
+
+    menu(page, "Edit", "Clear Outputs of All Cells")  # execution counts go blank: the run below fills them
+    t0 = time.monotonic()
+    menu(page, "Run", "Run All Cells")
+    page.wait_for_timeout(2000)
+    page.wait_for_function(ALL_CELLS_RUN, timeout=RUN_ALL_TIMEOUT_MS, polling=2000)
+    run_all_s = time.monotonic() - t0
+    record_property("run_all_s", round(run_all_s, 1))
+    assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
+
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    n_cells = len(nbformat.read(NOTEBOOKS / name, as_version=4).cells)
+    assert cells.count() == n_cells, f"{cells.count()} cells on the page, {n_cells} in the file"
+
+    # No traceback and no pink box: JupyterLab renders a Python error and a stderr stream alike
+    # (data-mime-type application/vnd.jupyter.stderr), a traceback told apart by its text.
+    stderr = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    texts = stderr.all_inner_texts()
+    tracebacks = [t for t in texts if "Traceback" in t or re.search(r"^\w*(Error|Exception)\b.*$", t, re.M)]
+    assert not tracebacks, f"{name}: {len(tracebacks)} cell(s) raised:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
+    assert not texts, (f"{name}: {len(texts)} stderr output(s) (pink boxes) on the page, e.g. a text progress bar:\n"
+                       + "\n---\n".join(t[-300:] for t in texts))
+
+    # Explorers: live controls, exactly one figure, and a control changes it.
+    expected = explorer_cells(name)
+    assert page.locator(".widget-interact").count() == len(expected), (
+        f"{page.locator('.widget-interact').count()} explorers on the page, explorer calls in cells {expected}")
+    problems = []
+    for index in expected:
+        cell = cells.nth(index)
+        out = cell.locator(".jp-Cell-outputArea")
+        text = out.inner_text()
+        assert "Error displaying widget" not in text and "interactive(children=" not in text, f"cell {index}: {text[:500]}"
+        interact = cell.locator(".widget-interact")
+        assert interact.count() == 1, f"cell {index}: {interact.count()} live explorers"
+        before = figure_srcs(cell)
+        if len(before) != 1:
+            problems.append(f"cell {index}: {len(before)} figures shown after Run All (one live, the rest stale copies)")
+        out.scroll_into_view_if_needed()
+        if SCREENSHOTS:
+            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            interact.screenshot(path=str(Path(SCREENSHOTS) / f"{name[:2]}_explorer.png"))
+        moved = move_one_control(page, interact)
+        secs = wait_for_new_figure(page, cell, before)
+        record_property(f"explorer_cell_{index}_update_s", round(secs, 1))
+        after = figure_srcs(cell)
+        unchanged = [s for s in after if s in before]
+        if len(after) != 1:
+            problems.append(f"cell {index}: {len(after)} figures after moving the {moved}"
+                            f" ({len(unchanged)} of them unchanged: a stale copy that never updates)")
+    assert not problems, f"{name}:\n" + "\n".join(problems)
