@@ -142,3 +142,20 @@ def page(browser, lab):
     yield pg
     context.close()
     lab.shut_down_kernels()  # one notebook's kernel at a time
+
+
+_run_all_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "run_all_s":
+            _run_all_seconds[report.nodeid] = value
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _run_all_seconds:
+        terminalreporter.section("Run All in JupyterLab (browser), seconds")
+        for nodeid, secs in sorted(_run_all_seconds.items()):
+            terminalreporter.write_line(f"{secs:7.1f} s  {nodeid}")
+        terminalreporter.write_line(f"{sum(_run_all_seconds.values()):7.1f} s  total")
