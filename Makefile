@@ -4,12 +4,15 @@
 #   make test-portable   the notebooks again under other CPU kernels and thread counts (CI runs it too)
 #   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
 #   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
+#   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
 #           make test PYTEST_ARGS="-k attention"                         extra pytest arguments
 #           make slides VARIANT=instructor   solutions kept (build/slides-instructor/; default: student, stubs)
 #           make handouts NOTEBOOKS="04 06"  some notebooks only (numbers, names or paths)
+#           make test-browser COURSE_BROWSER_NOTEBOOKS="04 06"             a subset of the notebooks
+#           make test-browser COURSE_CHROMIUM=/path/to/chromium              another Chromium
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -28,7 +31,7 @@ PYTEST_ARGS ?=
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-utils test-notebooks student slides handouts clean
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student slides handouts clean
 
 install: $(STAMP)
 
@@ -57,6 +60,17 @@ test-portable: $(STAMP)
 	@start=$$(date +%s); \
 	ATEN_CPU_CAPABILITY=default COURSE_THREADS=2 $(BIN)/python -m pytest $(NBVAL_ARGS) notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "portable notebook run (ATEN_CPU_CAPABILITY=default, 2 threads) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# JupyterLab driven by Playwright in the system's Chromium (Debian: apt-get install chromium);
+# skipped, saying so, without one. Not part of `make test` (pytest marker `browser`).
+BROWSER_STAMP := $(VENV)/.installed-browser
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]' && touch $(BROWSER_STAMP)
+
+test-browser: $(BROWSER_STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python -m pytest -m browser tests/browser $(PYTEST_ARGS); rc=$$?; \
+	echo "browser test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-utils: $(STAMP)
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
