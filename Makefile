@@ -28,6 +28,11 @@ COURSE_DATA_MIRROR ?= $(if $(wildcard ../shared/data/SOURCES.md),$(abspath ../sh
 export COURSE_DATA_MIRROR
 NBVAL_ARGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900
 PYTEST_ARGS ?=
+# Two notebooks at a time (each kernel uses one thread on a 2-core machine: utils.training.set_cpu_threads);
+# --dist loadscope keeps every cell of a notebook in one worker, in order. JOBS=1 runs them one by one.
+# (test-portable stays serial: it runs each notebook on 2 threads.)
+JOBS ?= 2
+XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
@@ -50,7 +55,7 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python -m pytest $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "test suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The notebooks again on other floating-point paths: PyTorch's portable CPU kernels instead of
