@@ -88,7 +88,12 @@ def test_deck_offline_typeset_and_sized_by_its_metadata(offline_page, built, nam
     assert page.refused == [] and page.failed == []
     if name.startswith("04"):
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.evaluate("Reveal.slide(2)")
+        h = v = -1  # show the page with the diagram of the pipeline: (horizontal, vertical) index
+        for pg in slide_report.pages(nb):
+            h, v = (h + 1, 0) if pg["kind"] == "slide" else (h, v + 1)
+            if any("diagrams.scaled_dot_product_pipeline" in nb.cells[i].source for i in pg["cells"]):
+                break
+        page.evaluate(f"Reveal.slide({h}, {v})")
         page.wait_for_timeout(500)
         page.screenshot(path=str(SHOTS / "deck_04_slide.png"))
 
