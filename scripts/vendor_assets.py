@@ -13,7 +13,6 @@ vendored file still has the SHA-256 listed in ``vendor/README.md``.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import shutil
 import subprocess
@@ -21,6 +20,8 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from utils.data import _sha256 as sha256  # the course's streaming SHA-256
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "vendor"
@@ -59,10 +60,6 @@ PACKAGES = {
 def vendored_dir(name: str) -> Path:
     version = PACKAGES[name][0]
     return VENDOR / f"{name}-{version}"
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _fetch(name: str, version: str, globs: list[str], tmp: Path) -> dict:

@@ -3,7 +3,6 @@ with test markers and (for students) solutions removed. Builds two small noteboo
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from html.parser import HTMLParser
@@ -12,6 +11,8 @@ from urllib.parse import unquote
 
 import nbformat
 import pytest
+
+from utils.data import _sha256
 
 from notebook_utils import ROOT, read
 
@@ -236,7 +237,7 @@ def test_vendored_files_match_their_checksums():
                for p in d.rglob("*") if p.is_file()}
     assert listed and set(listed) == present, f"not listed: {present - set(listed)}; missing: {set(listed) - present}"
     for rel, digest in listed.items():
-        assert hashlib.sha256((ROOT / "vendor" / rel).read_bytes()).hexdigest() == digest, rel
+        assert _sha256(ROOT / "vendor" / rel) == digest, rel
 
 
 def test_bad_input_gives_a_clear_error(capsys):
