@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from utils.attention import (
+    additive_mask,
     AdditiveAttention,
     MultiHeadAttention,
     causal_mask,
@@ -254,3 +255,26 @@ def test_combine_masks_names_what_is_not_a_bool_tensor():
         combine_masks(causal_mask(2), [[True]])
     with pytest.raises(TypeError, match="got torch.int64"):
         combine_masks(causal_mask(2), torch.ones(2, 2, dtype=torch.long))
+
+
+@settings(max_examples=30, deadline=None)
+@given(tq=st.integers(1, 6), tk=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_additive_mask_is_the_bool_mask(tq, tk, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(2, tq, 4, generator=g), torch.randn(2, tk, 4, generator=g), torch.randn(2, tk, 3, generator=g)
+    mask = torch.rand(2, tq, tk, generator=g) < 0.7
+    mask[..., 0] = True                                   # every query may attend somewhere
+    M = additive_mask(mask)
+    assert M.dtype == torch.float32 and M.shape == mask.shape
+    assert (M[mask] == 0).all() and torch.isinf(M[~mask]).all() and (M[~mask] < 0).all()
+    scores = q @ k.transpose(-2, -1) / 2.0
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.allclose(torch.softmax(scores + M, dim=-1), weights, atol=1e-6)
+    assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=M), out, atol=1e-5)
+
+
+def test_additive_mask_errors():
+    with pytest.raises(TypeError, match="True = may attend"):
+        additive_mask(torch.ones(2, 2))
+    with pytest.raises(TypeError, match="floating-point"):
+        additive_mask(torch.ones(2, 2, dtype=torch.bool), dtype=torch.long)

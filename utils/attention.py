@@ -166,6 +166,18 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     return out
 
 
+def additive_mask(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The bool mask (True = may attend) written additively, as equations write it:
+    ``M = 0`` where attending is allowed and ``-inf`` where it is not, so that
+    ``softmax(scores + M)`` equals ``softmax(scores.masked_fill(~mask, -inf))``. PyTorch's
+    ``F.scaled_dot_product_attention`` accepts either form as ``attn_mask``."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"additive_mask expects a bool mask with True = may attend, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if not dtype.is_floating_point:
+        raise TypeError(f"additive_mask needs a floating-point dtype for -inf, got {dtype}")
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention as in "Attention Is All You Need".
 

@@ -48,9 +48,9 @@ def context_windows(sentences: Sequence[Sequence[int]], window: int = 2, pad_id:
     offsets = [o for o in range(-window, window + 1) if o != 0]
     for s in sentences:
         s = torch.as_tensor(list(s), dtype=torch.long)
-        padded = F.pad(s, (window, window), value=pad_id)             # (L + 2w,)
+        padded = F.pad(s, (window, window), value=pad_id)             # (T + 2w,)
         idx = torch.arange(len(s))[:, None] + window + torch.tensor(offsets)[None, :]
-        ctx.append(padded[idx])                                        # (L, 2w)
+        ctx.append(padded[idx])                                        # (T, 2w)
         ctr.append(s)
     return torch.cat(ctx), torch.cat(ctr)
 

@@ -84,7 +84,7 @@ class Encoder(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         lengths = _check_ids_mask(src, src_mask, "src")
         check_ids(src, self.embed.num_embeddings, "src")
-        x = self.dropout(self.embed(src))                                         # (B, S, E)
+        x = self.dropout(self.embed(src))                                         # (B, S, D_emb)
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.rnn(packed)
         if self.cell == "lstm":
@@ -169,11 +169,11 @@ class AdditiveScore(Score):
         self.v = nn.Linear(attn_dim, 1, bias=False)
 
     def prepare(self, keys):
-        return self.W(keys)                                                       # (B, S, A)
+        return self.W(keys)                                                       # (B, S, D_a)
 
     def forward(self, query, keys, prepared=None):
         self._check(query, keys)
-        wh = self.W(keys) if prepared is None else prepared                       # (B, S, A)
+        wh = self.W(keys) if prepared is None else prepared                       # (B, S, D_a)
         return self.v(torch.tanh(self.U(query)[:, None, :] + wh)).squeeze(-1)    # (B, S)
 
 
@@ -236,11 +236,11 @@ class Decoder(nn.Module):
 
     def start(self, enc: EncoderOutput):
         """s_0 from the context (for an LSTM, the cell state starts at zero)."""
-        s0 = torch.tanh(self.init_state(enc.context))                            # (B, H)
+        s0 = torch.tanh(self.init_state(enc.context))                            # (B, D)
         return s0 if self.cell == "gru" else (s0, torch.zeros_like(s0))
 
     def _top(self, state) -> torch.Tensor:
-        return state if self.cell == "gru" else state[0]                         # (B, H)
+        return state if self.cell == "gru" else state[0]                         # (B, D)
 
     def _run_sequence(self, x: torch.Tensor, state):
         """nn.GRU/nn.LSTM over (B, T, in) from a cell-shaped state; returns (B, T, H) and the state."""
@@ -256,18 +256,18 @@ class Decoder(nn.Module):
         if tgt_in.dim() != 2 or tgt_in.shape[0] != enc.states.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with B={enc.states.shape[0]} like the source, got {tuple(tgt_in.shape)}")
         state = self.start(enc) if state is None else state
-        emb = self.dropout(self.embed(tgt_in))                                   # (B, T, E)
+        emb = self.dropout(self.embed(tgt_in))                                   # (B, T, D_emb)
         if self.score is None:  # c is the same at every step: run the RNN over the whole sequence
             c = enc.context[:, None, :].expand(-1, tgt_in.shape[1], -1)          # (B, T, D_enc)
-            s, state = self._run_sequence(torch.cat([emb, c], -1), state)        # (B, T, H)
+            s, state = self._run_sequence(torch.cat([emb, c], -1), state)        # (B, T, D)
             return self.out(torch.cat([s, c, emb], -1)), state, None
         prepared = self.score.prepare(enc.states)
         outs, cs, weights = [], [], []
         for t in range(tgt_in.shape[1]):  # c_t needs s_{t-1}: one step at a time
             c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)  # (B, D_enc), (B, S)
-            state = self.rnn(torch.cat([emb[:, t], c], -1), state)               # (B, H)
+            state = self.rnn(torch.cat([emb[:, t], c], -1), state)               # (B, D)
             outs.append(self._top(state)), cs.append(c), weights.append(a)
-        s, c = torch.stack(outs, 1), torch.stack(cs, 1)                           # (B, T, H), (B, T, D_enc)
+        s, c = torch.stack(outs, 1), torch.stack(cs, 1)                           # (B, T, D), (B, T, D_enc)
         return self.out(torch.cat([s, c, emb], -1)), state, torch.stack(weights, 1)
 
     def step(self, y_prev: torch.Tensor, state, enc: EncoderOutput, prepared=None):
@@ -280,7 +280,7 @@ class Decoder(nn.Module):
         return logits.log_softmax(-1), state, w
 
     def _attn_step(self, y_prev, state, enc, prepared):
-        emb = self.embed(y_prev)                                                 # (B, E)
+        emb = self.embed(y_prev)                                                 # (B, D_emb)
         c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)
         state = self.rnn(torch.cat([emb, c], -1), state)
         return self.out(torch.cat([self._top(state), c, emb], -1)), state, a

@@ -101,7 +101,7 @@ def _attend(attn: MultiHeadAttention, q_in: torch.Tensor, k: torch.Tensor, v: to
             mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """The second half of ``attn``: queries from ``q_in`` (B, Tq, D) against keys and values that
     are already projected and split into heads, (B, H, Tk, d_head). Used with the cache."""
-    q = attn.split_heads(attn.q_proj(q_in))  # (B, H, Tq, dh)
+    q = attn.split_heads(attn.q_proj(q_in))  # (B, H, Tq, d_k)
     out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=attn.dropout if attn.training else 0.0)
     return attn.out_proj(attn.merge_heads(out)), weights  # (B, Tq, D), (B, H, Tq, Tk)
 
@@ -150,7 +150,7 @@ class DecoderLayer(nn.Module):
         a = self.self_attn
         if cache is None:
             return a(x, x, x, mask, need_weights=False)[0]  # fused kernel; attention_maps() can still get the weights
-        k, v = a.split_heads(a.k_proj(x)), a.split_heads(a.v_proj(x))  # (B, H, T_new, dh)
+        k, v = a.split_heads(a.k_proj(x)), a.split_heads(a.v_proj(x))  # (B, H, T_new, d_k)
         if "self_k" in cache:
             k, v = torch.cat([cache["self_k"], k], dim=2), torch.cat([cache["self_v"], v], dim=2)
         cache["self_k"], cache["self_v"] = k, v
