@@ -1,7 +1,7 @@
 # Two commands do all the set-up (see README.md):
 #   make lab    create .venv, install everything, open JupyterLab on notebooks/
 #   make test   create .venv if needed, install, run every test and every notebook
-#   make test-portable   the notebooks again under other CPU kernels and thread counts (CI runs it too)
+#   make test-portable   the notebooks again under PyTorch's portable CPU kernels (CI runs it too)
 #   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
 #   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
@@ -30,7 +30,6 @@ NBVAL_ARGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_
 PYTEST_ARGS ?=
 # Two notebooks at a time (each kernel uses one thread on a 2-core machine: utils.training.set_cpu_threads);
 # --dist loadscope keeps every cell of a notebook in one worker, in order. JOBS=1 runs them one by one.
-# (test-portable stays serial: it runs each notebook on 2 threads.)
 JOBS ?= 2
 XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
@@ -58,13 +57,16 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "test suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# The notebooks again on other floating-point paths: PyTorch's portable CPU kernels instead of
-# this CPU's vectorised ones, and 2 threads instead of the notebooks' default. Every assert must
-# hold and every compared output (cells marked NBVAL_CHECK_OUTPUT) must match there too.
+# The notebooks again on another floating-point path: PyTorch's portable CPU kernels instead of
+# this CPU's vectorised ones. Every assert must hold and every compared output (cells marked
+# NBVAL_CHECK_OUTPUT) must match there too. PORTABLE_THREADS=2 also changes the thread count
+# (then one notebook at a time, as 2 kernels of 2 threads would oversubscribe 2 cores).
+PORTABLE_THREADS ?= 1
+PORTABLE_XDIST := $(if $(filter 1,$(PORTABLE_THREADS)),$(XDIST),)
 test-portable: $(STAMP)
 	@start=$$(date +%s); \
-	ATEN_CPU_CAPABILITY=default COURSE_THREADS=2 $(BIN)/python -m pytest $(NBVAL_ARGS) notebooks $(PYTEST_ARGS); rc=$$?; \
-	echo "portable notebook run (ATEN_CPU_CAPABILITY=default, 2 threads) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+	ATEN_CPU_CAPABILITY=default COURSE_THREADS=$(PORTABLE_THREADS) $(BIN)/python -m pytest $(PORTABLE_XDIST) $(NBVAL_ARGS) notebooks $(PYTEST_ARGS); rc=$$?; \
+	echo "portable notebook run (ATEN_CPU_CAPABILITY=default, $(PORTABLE_THREADS) thread(s) per notebook) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # JupyterLab driven by Playwright in the system's Chromium (Debian: apt-get install chromium);
 # skipped, saying so, without one. Not part of `make test` (pytest marker `browser`).
