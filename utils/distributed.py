@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from utils.gpt import GPT, get_batch
 
-__all__ = ["DistInfo", "init_distributed", "autocast", "train_gpt"]
+__all__ = ["DistInfo", "init_distributed", "autocast", "DataParallelModel", "ShardedBatchSampler", "train_gpt"]
 
 
 @dataclass
@@ -63,6 +63,44 @@ def autocast(device: torch.device, enabled: bool = True):
     if enabled and device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+class DataParallelModel(DDP):
+    """``DistributedDataParallel`` that also answers the wrapped model's attributes (``model.cfg``), so
+    loss functions written for the plain model (``utils.transformer.translation_loss``) take it as is."""
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.module, name)
+
+
+class ShardedBatchSampler:
+    """Rank ``rank`` of ``world_size`` takes batches rank, rank + N, rank + 2N, … of ``batch_sampler``
+    (which must give every rank the same order: a seeded sampler, same seed everywhere). Every rank
+    gets the same number of batches (the last < N are dropped), so DDP's all-reduces pair up.
+    ``epoch`` is passed through (``LengthBucketSampler`` draws a new order per epoch)."""
+
+    def __init__(self, batch_sampler, rank: int, world_size: int):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
+        self.inner, self.rank, self.world_size = batch_sampler, rank, world_size
+
+    @property
+    def epoch(self) -> int:
+        return self.inner.epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        self.inner.epoch = value
+
+    def __len__(self) -> int:
+        return len(self.inner) // self.world_size
+
+    def __iter__(self):
+        batches = list(self.inner)
+        yield from batches[self.rank: len(self) * self.world_size: self.world_size]
 
 
 def train_gpt(model: GPT, train: torch.Tensor, *, steps: int, batch_size: int, lr: float, seed: int = 0,
