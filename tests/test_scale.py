@@ -10,7 +10,7 @@ from torch import nn
 from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
 from utils.gpt import GPT, GPTConfig, generate, gpt_parameter_count, text_loss
 from utils.scale import (GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, block_attention, kv_cache_bytes_per_token,
-                         online_softmax_update, repeat_kv, rope_angles, swiglu_hidden)
+                         online_softmax_update, peak_memory, repeat_kv, rope_angles, swiglu_hidden)
 from utils.training import count_parameters
 
 
@@ -49,6 +49,25 @@ def test_block_attention_float32_within_1e5_of_torch_and_errors():
         block_attention(q, k, v, block_size=0)
     with pytest.raises(ValueError, match=r"\(\.\.\., Tq, d_k\)"):
         block_attention(q, k[..., :8], v)
+
+
+def test_block_attention_is_causal_flag_and_peak_memory_grows_linearly():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8)
+    torch.testing.assert_close(block_attention(q, k, v, block_size=4, is_causal=True),
+                               scaled_dot_product_attention(q, k, v, causal_mask(5, 9))[0])
+    with pytest.raises(ValueError, match="Tq <= Tk"):
+        block_attention(k, q, q, is_causal=True)
+    peaks = {}
+    for T in (256, 512, 1024):
+        x = torch.randn(1, 1, T, 16)
+        _, peaks[T] = peak_memory(lambda: block_attention(x, x, x, block_size=64, is_causal=True))
+        _, naive = peak_memory(lambda: scaled_dot_product_attention(x, x, x, causal_mask(T)))
+        assert naive >= T * T * 4  # at least the float32 weights
+    assert 1.7 < peaks[1024] / peaks[512] < 2.3 and 1.7 < peaks[512] / peaks[256] < 2.3
+    a = torch.ones(100)
+    _, p = peak_memory(lambda: (a * 2).sum())
+    assert p == 400 + 4  # the product (400 bytes) and the sum, alive together
 
 
 def test_online_update_one_block_at_a_time_is_softmax():

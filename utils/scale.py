@@ -19,15 +19,20 @@ gets a zero output.
 from __future__ import annotations
 
 import math
+import weakref
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from utils.attention import check_mask
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
-           "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden"]
+           "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
+           "peak_memory"]
 
 
 def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,
@@ -47,13 +52,15 @@ def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, s
 
 
 def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                    block_size: int = 128) -> torch.Tensor:
+                    block_size: int = 128, is_causal: bool = False) -> torch.Tensor:
     """softmax(q kᵀ / √d_k) v, computed ``block_size`` keys at a time (online softmax).
 
     Shapes and mask as :func:`utils.attention.scaled_dot_product_attention`: q (..., Tq, d_k),
     k (..., Tk, d_k), v (..., Tk, d_v); ``mask`` bool, True = may attend, (Tq, Tk) or with as many dims as
     the scores. Returns the output (..., Tq, d_v) only: the weights are never formed. Peak extra memory
-    is O(Tq · block_size) instead of O(Tq · Tk). A query with nothing to attend to gets zeros."""
+    is O(Tq · block_size) instead of O(Tq · Tk). A query with nothing to attend to gets zeros.
+    ``is_causal=True`` applies :func:`utils.attention.causal_mask` (Tq, Tk) block by block, without
+    forming it (the queries are the last Tq positions), combined with ``mask`` if one is given."""
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
@@ -61,6 +68,9 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if is_causal and k.shape[-2] < q.shape[-2]:
+        raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
+                         f"Tk={k.shape[-2]}")
     Tq, Tk = q.shape[-2], k.shape[-2]
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     if mask is not None:
@@ -73,6 +83,10 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
         scores = q @ k[..., s:s + block_size, :].transpose(-2, -1)       # (..., Tq, b)
         if mask is not None:
             scores = scores.masked_fill(~mask[..., s:s + block_size], float("-inf"))
+        if is_causal:  # key j is in the future of query i (at position Tk - Tq + i) when j > Tk - Tq + i
+            j = torch.arange(s, min(s + block_size, Tk), device=q.device)
+            i = torch.arange(Tk - Tq, Tk, device=q.device)
+            scores = scores.masked_fill(j[None, :] > i[:, None], float("-inf"))
         m, l, acc = online_softmax_update(m, l, acc, scores, v[..., s:s + block_size, :])
     return acc / l.masked_fill(l == 0, 1.0)  # (..., Tq, d_v); l == 0 only where acc is 0 too
 
@@ -210,3 +224,39 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.proj(F.silu(self.gate(x)) * self.up(x)))
+
+
+class _PeakMemory(TorchDispatchMode):
+    """Counts the bytes of every storage a PyTorch operation returns while it is alive (a weak reference
+    to the storage tells when it is freed); views share their base's storage and count once."""
+
+    def __init__(self):
+        super().__init__()
+        self.live: dict[int, int] = {}
+        self.now = self.peak = 0
+
+    def _free(self, key: int) -> None:
+        self.now -= self.live.pop(key)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                storage = t.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live:
+                    self.live[key] = storage.nbytes()
+                    self.now += storage.nbytes()
+                    self.peak = max(self.peak, self.now)
+                    weakref.finalize(storage, self._free, key)
+        return out
+
+
+def peak_memory(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """Run ``fn()`` and return ``(result, peak bytes)``: the most CPU tensor memory that the operations
+    inside ``fn`` held allocated at one time (their outputs and intermediates; the inputs that existed
+    before the call are not counted, and neither is a kernel's internal scratch memory that never
+    becomes a tensor). On a GPU use ``torch.cuda.max_memory_allocated`` instead."""
+    with _PeakMemory() as tracker:
+        result = fn()
+    return result, tracker.peak
