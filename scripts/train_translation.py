@@ -5,6 +5,13 @@
     python scripts/train_translation.py --model transformer   # notebook 08: the Transformer
     python scripts/train_translation.py --model transformer --epochs 1 --max-steps 20 --train-subset 2000  # smoke test
     python scripts/train_translation.py --model transformer --resume   # continue an interrupted run
+    torchrun --nproc_per_node=4 scripts/train_translation.py --model transformer --batch 32 --bf16  # 4 GPUs
+
+Under ``torchrun`` every process trains a ``DistributedDataParallel`` copy of the model on its own share of
+the batches (``--batch`` is per process: 4 processes with ``--batch 32`` step on 128 sentences, as one with
+128); NCCL on GPUs, gloo on CPUs. Rank 0 writes the checkpoints and scores the test set. ``--bf16`` runs
+the forward pass under bfloat16 autocast on a GPU that supports it (off by default, so the committed
+results stay reproducible).
 
 Trains on the whole training split, keeps the checkpoint with the best validation loss
 (``best.pt``) and the latest state (``last.pt``, so ``--resume`` continues after an
@@ -27,10 +34,12 @@ from functools import partial
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from utils import rnn, transformer  # noqa: E402
+from utils.distributed import DataParallelModel, ShardedBatchSampler, autocast, init_distributed  # noqa: E402
 from utils.schedule import transformer_adam  # noqa: E402
 from utils.training import History, count_parameters, evaluate, fit, get_device, load_checkpoint, save_checkpoint, set_seed  # noqa: E402
 from utils.translation import bleu_by_length, evaluate_bleu, make_loader, prepare_translation  # noqa: E402
@@ -95,6 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out", default=None, help="output folder (default runs/<model>)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--resume", action="store_true", help="continue from <out>/last.pt")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast on a GPU that supports it")
     args = p.parse_args(argv)
 
     cfg = dict(RECIPES[args.model])
@@ -106,14 +116,27 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out or f"runs/{args.model}")
     out.mkdir(parents=True, exist_ok=True)
     device = get_device()
+    info = init_distributed(device.type)  # one process unless started by torchrun
+    device = info.device if info.world_size > 1 else device
+    log = print if info.is_main else (lambda *a, **k: None)
     set_seed(args.seed)
 
     data = prepare_translation("de", "en", min_freq=2, max_train_len=args.max_train_len,
                                train_subset=args.train_subset, max_eval_len=args.max_eval_len, seed=args.seed)
-    print(data, flush=True)
+    log(data, flush=True)
     model, opt, sched, loss_fn, decoder, model_config = build(args.model, cfg, data, device)
-    print(f"{args.model}: {count_parameters(model):,} parameters on {hardware(device)}", flush=True)
+    log(f"{args.model}: {count_parameters(model):,} parameters on {hardware(device)}" + (f" x {info.world_size} processes" if info.world_size > 1 else ""), flush=True)
     train_loader = make_loader(data.train, cfg["batch"], shuffle=True, seed=args.seed)
+    train_model, train_loss_fn = model, loss_fn
+    if info.world_size > 1:  # each rank its own share of the (identically shuffled) batches; gradients averaged
+        train_loader = torch.utils.data.DataLoader(
+            data.train, batch_sampler=ShardedBatchSampler(train_loader.batch_sampler, info.rank, info.world_size),
+            collate_fn=train_loader.collate_fn)
+        train_model = DataParallelModel(model)
+    if args.bf16:
+        def train_loss_fn(m, batch, _loss=loss_fn):
+            with autocast(device):
+                return _loss(m, batch)
     val_loader = make_loader(data.val, 256, shuffle=False)
 
     history, best, epoch_seconds, start_epoch = History(), float("inf"), [], 1
@@ -129,28 +152,35 @@ def main(argv: list[str] | None = None) -> dict:
                           seconds=h["seconds"], steps=h["steps"])
         best, epoch_seconds, start_epoch = extra["best_val_loss"], extra["epoch_seconds"], extra["epoch"] + 1
         train_loader.batch_sampler.epoch = extra["epoch"]  # the same shuffles as an uninterrupted run
-        print(f"resuming after epoch {extra['epoch']} (step {history.steps}, best val {best:.3f})", flush=True)
+        log(f"resuming after epoch {extra['epoch']} (step {history.steps}, best val {best:.3f})", flush=True)
 
     vocab = dict(src_vocab=data.src_vocab.to_list(), tgt_vocab=data.tgt_vocab.to_list())
     for epoch in range(start_epoch, cfg["epochs"] + 1):
         t0 = time.perf_counter()
-        history = fit(model, loss_fn, train_loader, opt, epochs=1, max_steps=args.max_steps, scheduler=sched,
+        history = fit(train_model, train_loss_fn, train_loader, opt, epochs=1, max_steps=args.max_steps, scheduler=sched,
                       history=history, progress=False, device=device)
         epoch_seconds.append(time.perf_counter() - t0)
         val = evaluate(model, val_loader, loss_fn, device)
         history.val_loss.append(val)
         history.val_step.append(history.steps)
-        print(f"epoch {epoch}: step {history.steps}, train {history.train_loss[-1]:.3f}, val {val:.3f}, "
+        log(f"epoch {epoch}: step {history.steps}, train {history.train_loss[-1]:.3f}, val {val:.3f}, "
               f"lr {history.lr[-1]:.2e}, {epoch_seconds[-1]:.0f} s", flush=True)
         if val < best:
             best = val
-            save_checkpoint(best_ckpt, model, config=model_config, recipe=cfg, epoch=epoch, val_loss=val, **vocab)
+            if info.is_main:
+                save_checkpoint(best_ckpt, model, config=model_config, recipe=cfg, epoch=epoch, val_loss=val, **vocab)
         h = dict(train_loss=history.train_loss, val_loss=history.val_loss, val_step=history.val_step, lr=history.lr,
                  seconds=history.seconds, steps=history.steps)
-        save_checkpoint(last_ckpt, model, opt, recipe=cfg, epoch=epoch, history=h, best_val_loss=best,
-                        epoch_seconds=epoch_seconds, scheduler=sched.state_dict() if sched is not None else None)
+        if info.is_main:
+            save_checkpoint(last_ckpt, model, opt, recipe=cfg, epoch=epoch, history=h, best_val_loss=best,
+                            epoch_seconds=epoch_seconds, scheduler=sched.state_dict() if sched is not None else None)
         if args.max_steps is not None and history.steps >= args.max_steps:
             break
+    if info.world_size > 1:
+        dist.barrier()  # rank 0's checkpoints are written
+        if not info.is_main:
+            dist.destroy_process_group()
+            return {}
     load_checkpoint(best_ckpt, model, map_location=device)
 
     t0 = time.perf_counter()
@@ -173,6 +203,9 @@ def main(argv: list[str] | None = None) -> dict:
         epochs_run=len(epoch_seconds), steps=history.steps, best_val_loss=best, test=test,
         bleu_by_length=by_length, torch=torch.__version__,
     )
+    if info.world_size > 1:
+        results.update(processes=info.world_size, batch_per_process=cfg["batch"])
+        dist.destroy_process_group()
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
     import matplotlib

@@ -31,6 +31,12 @@ VARIANTS = [
     ("transformer_layers", {"pre_ln": True}),
     ("kv_cache", {}),
     ("kv_cache", {"tokens": ["to", "be"]}),
+    ("online_softmax", {}),
+    ("online_softmax", {"num_blocks": 2}),
+    ("online_softmax", {"num_blocks": 5}),
+    ("grouped_query_heads", {}),
+    ("grouped_query_heads", {"num_heads": 4, "num_kv_heads": 4}),
+    ("grouped_query_heads", {"num_heads": 8, "num_kv_heads": 1}),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(VARIANTS)]
 
@@ -198,3 +204,17 @@ def test_kv_cache_labels():
 def test_bad_options_raise(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_scale_diagrams_labels_and_bad_options():
+    text = labels(diagrams.online_softmax())
+    for key in ("$K_{1}$", "$V_{4}$", "$m_{4}, \\ell_{4}$", "running state", "acc / \\ell"):
+        assert key in text, key
+    text = labels(diagrams.grouped_query_heads(8, 2))
+    for key in ("$q_{8}$", "$k_{2}$", "grouped-query", "4x smaller"):
+        assert key in text, key
+    assert "multi-query" in labels(diagrams.grouped_query_heads(4, 1))
+    with pytest.raises(ValueError, match="divides num_heads"):
+        diagrams.grouped_query_heads(8, 3)
+    with pytest.raises(ValueError, match="num_blocks"):
+        diagrams.online_softmax(1)

@@ -35,3 +35,22 @@ def test_recipe_trains_resumes_and_scores(model, tmp_path):
 def test_resume_without_a_run_says_what_to_do(tmp_path):
     with pytest.raises(FileNotFoundError, match="without --resume"):
         load_script().main(["--model", "seq2seq", "--out", str(tmp_path), "--resume", "--train-subset", "50"])
+
+
+def test_recipe_runs_under_torchrun_with_two_processes(tmp_path):
+    """2 gloo processes on the CPU, each with half of the batches (`--batch` per process)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "COURSE_DEVICE": "cpu"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", str(ROOT / "scripts" / "train_translation.py"),
+           "--model", "transformer", "--train-subset", "300", "--max-eval-len", "6", "--batch", "16", "--beam", "0",
+           "--epochs", "1", "--out", str(tmp_path), "--threads", "1"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["processes"] == 2 and saved["batch_per_process"] == 16
+    # 300 pairs in batches of 16 = 19 batches; each rank takes every other one, the odd one out is dropped
+    assert saved["steps"] == 9
+    assert "x 2 processes" in res.stdout and res.stdout.count("epoch 1:") == 1  # rank 0 prints

@@ -7,7 +7,9 @@ One function per diagram, each returning a :class:`matplotlib.figure.Figure`:
 - :func:`scaled_dot_product_pipeline` softmax(Q Kᵀ / √d_k) V with a mask, and the shapes (notebook 04);
 - :func:`multi_head_attention`        project, split into H heads, attend, concatenate, W_O (notebook 05);
 - :func:`transformer_layers`          the encoder layer and the decoder layer, post-LN or pre-LN (notebook 07);
-- :func:`kv_cache`                    one generation step with a key/value cache (notebooks 08 and 09).
+- :func:`kv_cache`                    one generation step with a key/value cache (notebooks 08 and 09);
+- :func:`online_softmax`              attention over keys in blocks with a running max and sum (notebook 10);
+- :func:`grouped_query_heads`         query heads sharing key/value heads (notebook 10).
 
 The symbols are those of the notebooks and of ``utils``: rows are positions (``X`` is (T, D),
 ``Q = X W_Q``), the scores ``Q Kᵀ`` are (T_q, T_k), masks are boolean with True = may attend, the
@@ -38,6 +40,8 @@ __all__ = [
     "multi_head_attention",
     "transformer_layers",
     "kv_cache",
+    "online_softmax",
+    "grouped_query_heads",
 ]
 
 # (fill, edge) per role: light fills, dark edges, black text.
@@ -588,4 +592,76 @@ def kv_cache(tokens: Sequence[str] = ("the", "dog", "wagged", "its", "tail")) ->
     _text(ax, 9.35, 1.55, "per step and layer; the cache holds", fs=SMALL)
     _text(ax, 9.35, 1.25, "$K$ and $V$ of shape $(B, H, t, d_h)$", fs=SMALL)
     _text(ax, 9.35, 0.95, "and grows by one position a step", fs=SMALL)
+    return fig
+
+
+# --------------------------------------------------------------------------- #
+# 7. Attention at scale (notebook 10)
+# --------------------------------------------------------------------------- #
+
+def online_softmax(num_blocks: int = 4) -> Figure:
+    """Attention of one query row over the keys in ``num_blocks`` (2-5) blocks, as
+    ``utils.scale.block_attention`` computes it: each block's scores s = q·k_j / √d are folded into the
+    running state (m, ℓ, acc) by ``online_softmax_update``; when the maximum m grows, the old ℓ and acc
+    are rescaled by exp(m_old − m_new). The full row of T scores is never held, only one block of it."""
+    if isinstance(num_blocks, bool) or not isinstance(num_blocks, int) or not 2 <= num_blocks <= 5:
+        raise ValueError(f"num_blocks must be an int from 2 to 5 (the number of key blocks drawn), got {num_blocks!r}")
+    n = num_blocks
+    fig, ax = _canvas(11.0, 4.3)
+    pitch = 8.4 / n
+    xs = [2.3 + pitch * (i + 0.5) for i in range(n)]
+    _text(ax, 1.05, 3.75, "keys, values", fs=12)
+    _text(ax, 1.05, 2.6, "block scores", fs=12)
+    _text(ax, 1.05, 1.35, "running state", fs=12)
+    q = _box(ax, 1.05, 0.45, 1.1, 0.5, "$q$", role="query")
+    prev = None
+    for i, x in enumerate(xs):
+        w = min(1.5, pitch - 0.3)
+        _box(ax, x - w / 4, 3.75, w / 2 - 0.04, 0.5, f"$K_{{{i + 1}}}$", role="key")
+        _box(ax, x + w / 4, 3.75, w / 2 - 0.04, 0.5, f"$V_{{{i + 1}}}$", role="value")
+        s = _box(ax, x, 2.6, w, 0.5, f"$s_{{{i + 1}}} = q K_{{{i + 1}}}^\\top / \\sqrt{{d}}$" if w > 1.4 else f"$s_{{{i + 1}}}$",
+                 role="attention", fs=12)
+        _arrow(ax, (x - w / 4, 3.5), (x - w / 4, 2.85), color=COLORS["key"][1])
+        st = _box(ax, x, 1.35, w, 0.75, "", role="op")
+        _text(ax, x, 1.5, f"$m_{{{i + 1}}}, \\ell_{{{i + 1}}}$", fs=12)
+        _text(ax, x, 1.18, f"$acc_{{{i + 1}}}$", fs=12)
+        _arrow(ax, s.at(0, -0.25), st.at(0, 0.375), color=COLORS["attention"][1])
+        _path(ax, [(x + w / 4, 3.5), (x + w / 2 + 0.08, 3.2), (x + w / 2 + 0.08, 1.9), (x + w / 4, 1.73)],
+              color=COLORS["value"][1])
+        if prev is not None:
+            _arrow(ax, (prev + w / 2, 1.35), (x - w / 2, 1.35))
+        _path(ax, [(q.right[0], 0.45), (x, 0.45), (x, 0.6)], color=COLORS["query"][1], arrow=False)
+        _path(ax, [(x - w / 2 - 0.05, 0.45), (x - w / 2 - 0.05, 2.35)], color=COLORS["query"][1], lw=1.2)
+        prev = x
+    _text(ax, 6.5, 0.2, r"$m \leftarrow \max(m, \max_j s_j)$;  $\ell \leftarrow \ell\, e^{m_{old} - m} + \Sigma_j e^{s_j - m}$;  "
+          r"$acc \leftarrow acc\, e^{m_{old} - m} + e^{s - m} V$;  output $= acc / \ell$", fs=SMALL)
+    return fig
+
+
+def grouped_query_heads(num_heads: int = 8, num_kv_heads: int = 2) -> Figure:
+    """Which key/value head each query head reads (``utils.scale.GroupedQueryAttention``): query head h uses
+    key/value head h // (H / H_kv). H_kv = H is multi-head attention, H_kv = 1 multi-query attention. The
+    cache stores only the H_kv key/value heads. ``num_heads`` 2-8, ``num_kv_heads`` must divide it."""
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or not 2 <= num_heads <= 8:
+        raise ValueError(f"num_heads must be an int from 2 to 8, got {num_heads!r}")
+    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads < 1 or num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads must be an int that divides num_heads ({num_heads}), got {num_kv_heads!r}")
+    H, G = num_heads, num_kv_heads
+    fig, ax = _canvas(11.0, 3.6)
+    qx = [2.4 + 7.6 * (h + 0.5) / H for h in range(H)]
+    kx = [2.4 + 7.6 * (g + 0.5) / G for g in range(G)]
+    _text(ax, 1.1, 3.0, "query heads", fs=12)
+    _text(ax, 1.1, 1.2, "key/value heads", fs=12)
+    _text(ax, 1.1, 0.9, "(the cache)", fs=12)
+    for h, x in enumerate(qx):
+        _box(ax, x, 3.0, 0.6, 0.5, f"$q_{{{h + 1}}}$", role="query")
+        g = h // (H // G)
+        _arrow(ax, (x, 2.75), (kx[g], 1.55), color=COLORS["key"][1], lw=1.4)
+    bw = min(1.6, 7.6 / G - 0.2)
+    for g, x in enumerate(kx):
+        _box(ax, x - bw / 4, 1.2, bw / 2 - 0.04, 0.6, f"$k_{{{g + 1}}}$", role="key")
+        _box(ax, x + bw / 4, 1.2, bw / 2 - 0.04, 0.6, f"$v_{{{g + 1}}}$", role="value")
+    kind = "multi-head" if G == H else "multi-query" if G == 1 else "grouped-query"
+    _text(ax, 6.2, 0.3, f"{kind} attention: {H} query heads share {G} key/value heads; "
+          f"cache {H // G}x smaller than multi-head", fs=12)
     return fig

@@ -10,6 +10,10 @@ Top to bottom:
   ``Linear(d, 4d) -> GELU -> Linear(4d, d)``;
 - :class:`GPT` adds token and learned position embeddings, N blocks, a final LayerNorm and the
   output layer (tied to the token embedding);
+- notebook 10's options, all off by default: ``norm="rms"`` (:class:`utils.scale.RMSNorm`),
+  ``mlp="swiglu"`` (:class:`utils.scale.SwiGLU`), ``bias=False``, ``pos="sinusoidal"`` or ``"rope"``
+  (rotary positions, :func:`utils.scale.apply_rotary`) and ``n_kv_head`` < ``n_head`` (grouped-query
+  attention: the cache holds ``n_kv_head`` key/value heads); with all of them it is a LLaMA-style block;
 - :func:`generate` samples with temperature and top-k, with a key/value cache: after the prompt,
   each step feeds one token **at its own position** and appends its keys and values; when the text
   outgrows ``block_size`` the window slides and is recomputed, exactly as without the cache.
@@ -27,6 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from utils.positional import sinusoidal_encoding
+from utils.scale import GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, repeat_kv, rope_angles, swiglu_hidden
 from utils.text import check_ids, int_ids
 
 __all__ = ["CharTokenizer", "show_char", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
@@ -98,6 +104,12 @@ class GPTConfig:
     n_head: int = 4
     d_model: int = 128
     dropout: float = 0.0
+    # notebook 10's options; the defaults are notebook 09's GPT-2-style model
+    norm: str = "layer"        # "layer" (LayerNorm) or "rms" (RMSNorm)
+    mlp: str = "gelu"          # "gelu" (Linear 4d, GELU, Linear) or "swiglu"
+    bias: bool = True          # biases in the linear layers and norms
+    pos: str = "learned"       # "learned", "sinusoidal" (added to the embeddings) or "rope" (rotates q and k)
+    n_kv_head: int | None = None  # key/value heads (grouped-query attention); None = n_head
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -105,15 +117,29 @@ class GPTConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        for name, allowed in (("norm", ("layer", "rms")), ("mlp", ("gelu", "swiglu")),
+                              ("pos", ("learned", "sinusoidal", "rope"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        kv = self.kv_heads
+        if kv < 1 or self.n_head % kv:
+            raise ValueError(f"n_head ({self.n_head}) must be a multiple of n_kv_head ({kv})")
+        if self.pos == "rope" and (self.d_model // self.n_head) % 2:
+            raise ValueError(f"pos='rope' rotates pairs of dims: d_model // n_head must be even, "
+                             f"got {self.d_model // self.n_head}")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_head if self.n_kv_head is None else self.n_kv_head
 
 
 class MLP(nn.Module):
     """Position-wise feed-forward network of GPT: (B, T, d) -> (B, T, 4d) -> GELU -> (B, T, d)."""
 
-    def __init__(self, d_model: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        self.fc = nn.Linear(d_model, 4 * d_model)
-        self.proj = nn.Linear(4 * d_model, d_model)
+        self.fc = nn.Linear(d_model, 4 * d_model, bias=bias)
+        self.proj = nn.Linear(4 * d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -124,24 +150,42 @@ class Block(nn.Module):
     """Pre-LN block: ``x + attn(ln1(x))`` (causal self-attention), then ``x + mlp(ln2(x))``.
 
     With ``cache`` (a dict, empty at the first call) the keys and values of ``x`` are appended to
-    ``cache["k"/"v"]`` and ``x`` holds only the new positions, which attend to all cached ones."""
+    ``cache["k"/"v"]`` and ``x`` holds only the new positions, which attend to all cached ones.
+    With ``n_kv_head`` < ``n_head`` the cache holds the ``n_kv_head`` key/value heads; with ``pos="rope"``
+    the keys are cached already rotated, and ``rope`` is (cos, sin) for the new positions."""
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_head, cfg.dropout)
-        self.mlp = MLP(cfg.d_model, cfg.dropout)
+        norm = (lambda: nn.LayerNorm(cfg.d_model, bias=cfg.bias)) if cfg.norm == "layer" else (lambda: RMSNorm(cfg.d_model))
+        self.ln1, self.ln2 = norm(), norm()
+        if cfg.kv_heads == cfg.n_head:
+            self.attn = MultiHeadAttention(cfg.d_model, cfg.n_head, cfg.dropout, bias=cfg.bias)
+        else:
+            self.attn = GroupedQueryAttention(cfg.d_model, cfg.n_head, cfg.kv_heads, cfg.dropout, bias=cfg.bias)
+        self.n_rep = cfg.n_head // cfg.kv_heads
+        if cfg.mlp == "gelu":
+            self.mlp = MLP(cfg.d_model, cfg.dropout, bias=cfg.bias)
+        else:
+            self.mlp = SwiGLU(cfg.d_model, swiglu_hidden(cfg.d_model), cfg.dropout, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.dropout)
         self.attn_weights: torch.Tensor | None = None
 
-    def attention(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False):
+    def attention(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False,
+                  rope: tuple[torch.Tensor, torch.Tensor] | None = None):
         """Causal self-attention of (B, T_new, d) over the cached positions and itself."""
         a = self.attn
-        q, k, v = a.split_heads(a.q_proj(x)), a.split_heads(a.k_proj(x)), a.split_heads(a.v_proj(x))  # (B, H, T_new, dh)
+        B, T, _ = x.shape
+        dh, n_kv = a.d_head, a.num_heads // self.n_rep
+        q = a.q_proj(x).view(B, T, a.num_heads, dh).transpose(1, 2)  # (B, H, T_new, dh)
+        k = a.k_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, dh)
+        v = a.v_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, dh)
+        if rope is not None:
+            q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
             if "k" in cache:
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, dh)
             cache["k"], cache["v"] = k, v
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # (B, H, T_all, dh)
         T_new, T_all = q.shape[2], k.shape[2]
         mask = causal_mask(T_new, T_all, device=x.device)[None, None]  # (1, 1, T_new, T_all): i sees keys <= its own
         p = a.dropout if self.training else 0.0
@@ -151,10 +195,11 @@ class Block(nn.Module):
             out, w = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
         return a.out_proj(a.merge_heads(out)), w  # (B, T_new, d), (B, H, T_new, T_all) or None
 
-    def forward(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False,
+                rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """x (B, T, d) -> (B, T, d). With ``need_weights`` the attention weights (B, H, T, T_all) are kept
         in ``self.attn_weights`` (the slower, unfused path)."""
-        out, self.attn_weights = self.attention(self.ln1(x), cache, need_weights)
+        out, self.attn_weights = self.attention(self.ln1(x), cache, need_weights, rope)
         x = x + self.dropout(out)
         return x + self.mlp(self.ln2(x))
 
@@ -166,10 +211,11 @@ class GPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
+        if cfg.pos == "learned":
+            self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "layer" else RMSNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
         self.apply(self._init)
@@ -193,7 +239,7 @@ class GPT(nn.Module):
                              f"and dtype {idx.dtype}")
         check_ids(idx, self.cfg.vocab_size, "idx")
         T = idx.shape[1]
-        if offset + T > self.cfg.block_size:
+        if offset + T > self.cfg.block_size and self.cfg.pos == "learned":
             raise ValueError(f"positions {offset}..{offset + T - 1} exceed block_size {self.cfg.block_size}: "
                              f"crop the context to its last {self.cfg.block_size} tokens")
         if cache is not None and len(cache) != len(self.blocks):
@@ -202,9 +248,18 @@ class GPT(nn.Module):
             raise ValueError(f"the cache holds {cache[0]['k'].shape[2]} positions, so the new tokens start at "
                              f"offset {cache[0]['k'].shape[2]}, not {offset}")
         pos = torch.arange(offset, offset + T, device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, d)
+        rope = None
+        if self.cfg.pos == "learned":
+            x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, d)
+        elif self.cfg.pos == "sinusoidal":
+            # as in "Attention Is All You Need": embeddings scaled by √d, so the fixed ±1 waves do not swamp them
+            x = self.tok_emb(idx) * math.sqrt(self.cfg.d_model) + sinusoidal_encoding(T, self.cfg.d_model, offset=offset).to(idx.device)
+        else:  # rope: no position in the embeddings; q and k are rotated in every block
+            x = self.tok_emb(idx)
+            rope = rope_angles(pos, self.cfg.d_model // self.cfg.n_head)
+        x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache[i], need_weights)
+            x = block(x, None if cache is None else cache[i], need_weights, rope)
         logits = self.head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
@@ -226,10 +281,21 @@ class GPT(nn.Module):
 
 
 def gpt_parameter_count(cfg: GPTConfig) -> int:
-    """Parameters of :class:`GPT` by formula: embeddings V·d + T·d; per block 2 LayerNorms (4d),
-    attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0)."""
-    d = cfg.d_model
-    return cfg.vocab_size * d + cfg.block_size * d + cfg.n_layer * (12 * d * d + 13 * d) + 2 * d
+    """Parameters of :class:`GPT` by formula. Notebook 09's model: embeddings V·d + T·d; per block
+    2 LayerNorms (4d), attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0).
+    The options change the terms: key/value projections of d·(n_kv_head·d_head) each, SwiGLU's 3·d·h,
+    norms of d (RMSNorm, or LayerNorm without bias), no position table unless learned."""
+    d, b = cfg.d_model, int(cfg.bias)
+    kv = cfg.kv_heads * (d // cfg.n_head)
+    norm = 2 * d if cfg.norm == "layer" and cfg.bias else d
+    attn = 2 * d * d + 2 * d * kv + b * (2 * d + 2 * kv)
+    if cfg.mlp == "gelu":
+        mlp = 8 * d * d + b * 5 * d
+    else:
+        h = swiglu_hidden(d)
+        mlp = 3 * d * h + b * (2 * h + d)
+    pos = cfg.block_size * d if cfg.pos == "learned" else 0
+    return cfg.vocab_size * d + pos + cfg.n_layer * (2 * norm + attn + mlp) + norm
 
 
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
@@ -314,10 +380,11 @@ def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches:
 
 
 @torch.no_grad()
-def text_loss(model: GPT, data: torch.Tensor, batch_size: int = 256) -> float:
+def text_loss(model: GPT, data: torch.Tensor, batch_size: int = 256, block_size: int | None = None) -> float:
     """Mean loss over **every** position of ``data``, cut into non-overlapping windows of ``block_size``
-    (the tail shorter than one window is left out): the exact score of a held-out text."""
-    T = model.cfg.block_size
+    (the model's unless given: a model without a position table can be scored on longer windows;
+    the tail shorter than one window is left out): the exact score of a held-out text."""
+    T = model.cfg.block_size if block_size is None else block_size
     n = (len(data) - 1) // T
     if n < 1:
         raise ValueError(f"the text ({len(data)} tokens) must be longer than block_size ({T})")

@@ -1,0 +1,262 @@
+"""Attention at scale: the pieces today's language models add to the Transformer of notebooks 07–09.
+
+Top to bottom:
+
+- :func:`block_attention` computes softmax(q kᵀ / √d) v one block of keys at a time with a running
+  maximum and a running sum (the online softmax behind FlashAttention), so no (Tq, Tk) matrix is ever
+  held: its largest intermediate is (Tq, block);
+- :func:`online_softmax_update` is one step of it;
+- :func:`repeat_kv` and :class:`GroupedQueryAttention`: ``num_kv_heads`` key/value heads shared by
+  groups of query heads (multi-query attention when 1, multi-head attention when ``num_heads``);
+  :func:`kv_cache_bytes_per_token` is the size of the cache that saves;
+- :func:`rope_angles` and :func:`apply_rotary`: rotary position embeddings (RoPE);
+- :class:`RMSNorm` and :class:`SwiGLU`: the normalisation and feed-forward layer of LLaMA-style blocks.
+
+Masks follow :mod:`utils.attention`: boolean, True = may attend; a query with nothing to attend to
+gets a zero output.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from utils.attention import check_mask
+
+__all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
+           "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
+           "peak_memory"]
+
+
+def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,
+                          v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fold one block of keys into the running state of a softmax-weighted sum.
+
+    State: ``m`` (..., Tq, 1) the largest score seen so far (-inf before any), ``l`` (..., Tq, 1) the sum
+    of exp(score - m) so far, ``acc`` (..., Tq, d_v) the sum of exp(score - m) · value so far. ``scores``
+    (..., Tq, b) are this block's scores (-inf where masked), ``v`` (..., b, d_v) its values. When the
+    maximum grows, the old sums are rescaled by exp(m_old - m_new). After the last block,
+    ``acc / l`` is softmax(scores) @ values over all keys."""
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))          # (..., Tq, 1)
+    m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)               # rows with no key yet: nothing to subtract
+    p = torch.exp(scores - m_safe)                                        # (..., Tq, b); masked scores give 0
+    correction = torch.exp(m - m_safe)                                    # (..., Tq, 1); 0 when m was -inf
+    return m_new, l * correction + p.sum(dim=-1, keepdim=True), acc * correction + p @ v
+
+
+def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                    block_size: int = 128, is_causal: bool = False) -> torch.Tensor:
+    """softmax(q kᵀ / √d_k) v, computed ``block_size`` keys at a time (online softmax).
+
+    Shapes and mask as :func:`utils.attention.scaled_dot_product_attention`: q (..., Tq, d_k),
+    k (..., Tk, d_k), v (..., Tk, d_v); ``mask`` bool, True = may attend, (Tq, Tk) or with as many dims as
+    the scores. Returns the output (..., Tq, d_v) only: the weights are never formed. Peak extra memory
+    is O(Tq · block_size) instead of O(Tq · Tk). A query with nothing to attend to gets zeros.
+    ``is_causal=True`` applies :func:`utils.attention.causal_mask` (Tq, Tk) block by block, without
+    forming it (the queries are the last Tq positions), combined with ``mask`` if one is given."""
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"need q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v); got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if is_causal and k.shape[-2] < q.shape[-2]:
+        raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
+                         f"Tk={k.shape[-2]}")
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    if mask is not None:
+        check_mask(mask, (*batch, Tq, Tk))
+    q = q / math.sqrt(q.shape[-1])
+    m = q.new_full((*batch, Tq, 1), float("-inf"))
+    l = q.new_zeros((*batch, Tq, 1))
+    acc = q.new_zeros((*batch, Tq, v.shape[-1]))
+    for s in range(0, Tk, block_size):
+        scores = q @ k[..., s:s + block_size, :].transpose(-2, -1)       # (..., Tq, b)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., s:s + block_size], float("-inf"))
+        if is_causal:  # key j is in the future of query i (at position Tk - Tq + i) when j > Tk - Tq + i
+            j = torch.arange(s, min(s + block_size, Tk), device=q.device)
+            i = torch.arange(Tk - Tq, Tk, device=q.device)
+            scores = scores.masked_fill(j[None, :] > i[:, None], float("-inf"))
+        m, l, acc = online_softmax_update(m, l, acc, scores, v[..., s:s + block_size, :])
+    return acc / l.masked_fill(l == 0, 1.0)  # (..., Tq, d_v); l == 0 only where acc is 0 too
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """(B, H_kv, T, d) -> (B, H_kv · n_rep, T, d): each key/value head repeated for its group of
+    ``n_rep`` query heads (head h of the queries uses key/value head h // n_rep)."""
+    if x.dim() != 4:
+        raise ValueError(f"repeat_kv expects (B, H_kv, T, d_head), got shape {tuple(x.shape)}")
+    if n_rep < 1:
+        raise ValueError(f"n_rep must be >= 1, got {n_rep}")
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+
+
+def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_head: int, bytes_per_value: int = 2) -> int:
+    """Bytes a key/value cache grows by per generated token: keys and values (2) for every layer and
+    key/value head, ``d_head`` numbers each (2 bytes in float16/bfloat16, 4 in float32)."""
+    for name, x in (("n_layer", n_layer), ("num_kv_heads", num_kv_heads), ("d_head", d_head),
+                    ("bytes_per_value", bytes_per_value)):
+        if x < 1:
+            raise ValueError(f"{name} must be >= 1, got {x}")
+    return 2 * n_layer * num_kv_heads * d_head * bytes_per_value
+
+
+def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the rotation angles, each (T, d_head / 2): position p turns the pair of dims
+    (2i, 2i + 1) by the angle p · base^(-2i / d_head), the frequencies of the sinusoidal encoding."""
+    if d_head < 2 or d_head % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions: d_head must be even, got {d_head}")
+    if positions.dim() != 1:
+        raise ValueError(f"positions must be 1-D (T,), got shape {tuple(positions.shape)}")
+    inv_freq = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head)  # (d/2,)
+    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair of dims (2i, 2i + 1) of ``x`` (..., T, d) by the angles of its position:
+    (a, b) -> (a cos − b sin, a sin + b cos), with ``cos``/``sin`` (T, d / 2) from :func:`rope_angles`.
+    Then q_m · k_n depends on m and n only through m − n."""
+    if x.shape[-1] % 2 or cos.shape != (x.shape[-2], x.shape[-1] // 2) or sin.shape != cos.shape:
+        raise ValueError(f"x (..., T, d) with even d needs cos and sin of shape (T, d/2); got x {tuple(x.shape)}, "
+                         f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)}")
+    a, b = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2) each
+    out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., T, d/2, 2)
+    return out.flatten(-2).type_as(x)
+
+
+class GroupedQueryAttention(nn.Module):
+    """Multi-head attention with ``num_kv_heads`` key/value heads shared by groups of query heads.
+
+    ``num_kv_heads == num_heads`` is multi-head attention (:class:`utils.attention.MultiHeadAttention`
+    with the same weights gives the same output); ``num_kv_heads == 1`` is multi-query attention.
+    Keys and values are projected to ``num_kv_heads · d_head`` dims only, which is what shrinks the
+    key/value cache. Parameters: 2·d² + 2·d·(num_kv_heads · d_head) weights (+ biases)."""
+
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None, dropout: float = 0.0,
+                 bias: bool = True):
+        super().__init__()
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        if num_heads < 1 or d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        if num_kv_heads < 1 or num_heads % num_kv_heads:
+            raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads}): each "
+                             f"key/value head serves num_heads // num_kv_heads query heads")
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
+        self.d_head, self.dropout = d_model // num_heads, dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        """(B, T, n · d_head) -> (B, n, T, d_head)."""
+        B, T, _ = x.shape
+        return x.view(B, T, n, self.d_head).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, d_head) -> (B, T, H · d_head), the concatenation of the heads."""
+        B, H, T, dh = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * dh)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x (B, T, d_model) -> q (B, H, T, dh), k and v (B, H_kv, T, dh)."""
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        return (self.heads(self.q_proj(x), self.num_heads), self.heads(self.k_proj(x), self.num_kv_heads),
+                self.heads(self.v_proj(x), self.num_kv_heads))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """q (B, H, Tq, dh), k and v (B, H_kv, Tk, dh) -> (B, Tq, d_model), through the fused kernel."""
+        rep = self.num_heads // self.num_kv_heads
+        if mask is not None:
+            check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]))
+        p = self.dropout if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), attn_mask=mask, dropout_p=p)
+        return self.out_proj(self.merge_heads(out))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Self-attention of x (B, T, d_model); ``mask`` bool, True = may attend. Returns (B, T, d_model)."""
+        return self.attend(*self.project(x), mask)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · weight: LayerNorm without subtracting the mean and without a bias."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.weight.shape[0]:
+            raise ValueError(f"RMSNorm expects (..., {self.weight.shape[0]}), got shape {tuple(x.shape)}")
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def swiglu_hidden(d_model: int, multiple_of: int = 16) -> int:
+    """Hidden size of a SwiGLU layer with as many weights as a 4·d GELU MLP: 3·d·h ≈ 8·d², so h ≈ 8d/3,
+    rounded up to a multiple of ``multiple_of`` (LLaMA's rule)."""
+    h = int(8 * d_model / 3)
+    return multiple_of * math.ceil(h / multiple_of)
+
+
+class SwiGLU(nn.Module):
+    """Gated feed-forward layer: down(silu(gate(x)) * up(x)), (B, T, d) -> (B, T, h) -> (B, T, d)."""
+
+    def __init__(self, d_model: int, hidden: int | None = None, dropout: float = 0.0, bias: bool = False):
+        super().__init__()
+        hidden = swiglu_hidden(d_model) if hidden is None else hidden
+        self.gate = nn.Linear(d_model, hidden, bias=bias)
+        self.up = nn.Linear(d_model, hidden, bias=bias)
+        self.proj = nn.Linear(hidden, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.silu(self.gate(x)) * self.up(x)))
+
+
+class _PeakMemory(TorchDispatchMode):
+    """Counts the bytes of every storage a PyTorch operation returns while it is alive (a weak reference
+    to the storage tells when it is freed); views share their base's storage and count once."""
+
+    def __init__(self):
+        super().__init__()
+        self.live: dict[int, int] = {}
+        self.now = self.peak = 0
+
+    def _free(self, key: int) -> None:
+        self.now -= self.live.pop(key)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                storage = t.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live:
+                    self.live[key] = storage.nbytes()
+                    self.now += storage.nbytes()
+                    self.peak = max(self.peak, self.now)
+                    weakref.finalize(storage, self._free, key)
+        return out
+
+
+def peak_memory(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """Run ``fn()`` and return ``(result, peak bytes)``: the most CPU tensor memory that the operations
+    inside ``fn`` held allocated at one time (their outputs and intermediates; the inputs that existed
+    before the call are not counted, and neither is a kernel's internal scratch memory that never
+    becomes a tensor). On a GPU use ``torch.cuda.max_memory_allocated`` instead."""
+    with _PeakMemory() as tracker:
+        result = fn()
+    return result, tracker.peak
