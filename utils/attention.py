@@ -230,9 +230,9 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"key and value must share (B, Tk), got {tuple(key.shape)} and {tuple(value.shape)}")
         if query.shape[0] != key.shape[0]:
             raise ValueError(f"query and key must have the same batch size, got {query.shape[0]} and {key.shape[0]}")
-        q = self.split_heads(self.q_proj(query))  # (B, H, Tq, dh)
-        k = self.split_heads(self.k_proj(key))    # (B, H, Tk, dh)
-        v = self.split_heads(self.v_proj(value))  # (B, H, Tk, dh)
+        q = self.split_heads(self.q_proj(query))  # (B, H, Tq, d_k)
+        k = self.split_heads(self.k_proj(key))    # (B, H, Tk, d_k)
+        v = self.split_heads(self.v_proj(value))  # (B, H, Tk, d_k)
         p = self.dropout if self.training else 0.0
         if need_weights:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)

@@ -176,16 +176,16 @@ class Block(nn.Module):
         a = self.attn
         B, T, _ = x.shape
         dh, n_kv = a.d_head, a.num_heads // self.n_rep
-        q = a.q_proj(x).view(B, T, a.num_heads, dh).transpose(1, 2)  # (B, H, T_new, dh)
-        k = a.k_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, dh)
-        v = a.v_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, dh)
+        q = a.q_proj(x).view(B, T, a.num_heads, dh).transpose(1, 2)  # (B, H, T_new, d_k)
+        k = a.k_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, d_k)
+        v = a.v_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, d_k)
         if rope is not None:
             q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
             if "k" in cache:
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, dh)
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, T_all, d_k)
             cache["k"], cache["v"] = k, v
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # (B, H, T_all, dh)
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # (B, H, T_all, d_k)
         T_new, T_all = q.shape[2], k.shape[2]
         mask = causal_mask(T_new, T_all, device=x.device)[None, None]  # (1, 1, T_new, T_all): i sees keys <= its own
         p = a.dropout if self.training else 0.0
@@ -193,7 +193,7 @@ class Block(nn.Module):
             out, w = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
         else:
             out, w = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
-        return a.out_proj(a.merge_heads(out)), w  # (B, T_new, d), (B, H, T_new, T_all) or None
+        return a.out_proj(a.merge_heads(out)), w  # (B, T_new, D), (B, H, T_new, T_all) or None
 
     def forward(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False,
                 rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
@@ -250,7 +250,7 @@ class GPT(nn.Module):
         pos = torch.arange(offset, offset + T, device=idx.device)
         rope = None
         if self.cfg.pos == "learned":
-            x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, d)
+            x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
         elif self.cfg.pos == "sinusoidal":
             # as in "Attention Is All You Need": embeddings scaled by √d, so the fixed ±1 waves do not swamp them
             x = self.tok_emb(idx) * math.sqrt(self.cfg.d_model) + sinusoidal_encoding(T, self.cfg.d_model, offset=offset).to(idx.device)
