@@ -7,7 +7,7 @@
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
 #   make student    the student versions (nbgrader's release) in student/
 #   make course     an nbgrader course directory in course/ (source -> release, one assignment per notebook)
-#   make test-grading    the nbgrader round trip on every notebook (make test runs it on 04 and 07)
+#   make test-grading    the nbgrader round trip on every notebook (make test runs it on 07)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch

@@ -55,7 +55,8 @@ def exercise_section_start(nb) -> int | None:
 
 
 class ClearReleaseMetadata(NbGraderPreprocessor):
-    """Drop what a released notebook must not carry: widget state, timestamps, collapsed cells."""
+    """Drop what a released notebook must not carry: widget state, timestamps, collapsed cells,
+    and outputs left on non-code cells (invalid nbformat, which nbgrader warns about)."""
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)
@@ -63,6 +64,9 @@ class ClearReleaseMetadata(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, cell_index):
         cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":  # (a markdown cell that once was a code cell can keep these)
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
         jupyter = cell.metadata.get("jupyter")
         if jupyter is not None:
             jupyter.pop("source_hidden", None)
