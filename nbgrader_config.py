@@ -9,7 +9,7 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(_REPO / "scripts"))
-from nbgrader_course import RELEASE_CONFIG, RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
+from nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
@@ -27,7 +27,7 @@ c.CourseDirectory.root = str(_REPO / "course")
 # Release: nbgrader's pipeline plus ClearReleaseMetadata (no ipywidgets state, no execution
 # timestamps, no collapsed cells in what students get).
 c.GenerateAssignment.preprocessors = RELEASE_PREPROCESSORS
-c.merge(RELEASE_CONFIG)  # mark schemes live in the open questions' answer cells
+c.ClearMarkScheme.enforce_metadata = False  # mark schemes live in the open questions' answer cells (RELEASE_CONFIG)
 
 # Autograde runs only the `## Exercises` section of a submission (self-contained by the course's
 # convention), not the demonstration training above it: nbgrader's default pipeline otherwise.
