@@ -5,7 +5,7 @@ repository's nbgrader_config.py), three students submit, and nbgrader autogrades
 - ``stub``: the released notebook as handed out; it must score 0 on every autograded cell;
 - ``solution``: the released notebook with the model answers filled in; full marks, and the
   hidden tests (removed from the release) must have run;
-- ``shortcut``: the model answers, except that each exercise with a known one-line shortcut
+- ``shortcut``: each exercise with a known one-line shortcut
   (``F.one_hot``, ``utils.attention.scaled_dot_product_attention``, ``return layer(x, memory, ...)``
   ...) is answered with it; the shortcut passes the visible check, and must score 0 on the hidden tests.
 
@@ -92,15 +92,17 @@ def grade_id(cell) -> str | None:
 
 
 def submission(released, source, shortcuts=None):
-    """The released notebook answered with the source's solutions (or a shortcut, by exercise id)."""
+    """The released notebook answered with the source's solutions or, given ``shortcuts``, with
+    those shortcuts only (the other exercises left as stubs, so grading them costs nothing)."""
     answers = {grade_id(c): c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
     nb = nbformat.from_dict(released)
     for cell in nb.cells:
         gid = grade_id(cell)
         if not cell.metadata.get("nbgrader", {}).get("solution"):
             continue
-        if shortcuts and gid in shortcuts:
-            cell.source = shortcuts[gid]
+        if shortcuts is not None:
+            if gid in shortcuts:
+                cell.source = shortcuts[gid]
         elif cell.cell_type == "code":
             cell.source = answers[gid]
         else:
