@@ -5,6 +5,9 @@
 #   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
 #   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
+#   make student    the student versions (nbgrader's release) in student/
+#   make course     an nbgrader course directory in course/ (source -> release, one assignment per notebook)
+#   make test-grading    the nbgrader round trip on every notebook (make test runs it on 07)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -35,7 +38,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student slides handouts clean
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading slides handouts clean
 
 install: $(STAMP)
 
@@ -85,9 +88,22 @@ test-utils: $(STAMP)
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL_ARGS) notebooks $(PYTEST_ARGS)
 
-# Student versions of the notebooks (solutions replaced by stubs) in student/.
+# Student versions of the notebooks in student/: nbgrader's release (generate_assignment with
+# nbgrader_config.py), solutions replaced by stubs, hidden tests removed, graded cells locked.
 student: $(STAMP)
 	$(BIN)/python scripts/make_student.py notebooks student
+
+# An nbgrader course directory (course/source -> course/release), one assignment per notebook;
+# then run nbgrader from the repository root (INSTRUCTORS.md). NOTEBOOKS="04 06" for some only.
+course: $(STAMP)
+	$(BIN)/python scripts/nbgrader_course.py course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+
+# The round trip (release, submit stubs / solutions / known shortcuts, autograde) on every notebook;
+# `make test` runs it on a subset (tests/test_nbgrader_roundtrip.py).
+test-grading: $(STAMP)
+	@start=$$(date +%s); \
+	COURSE_GRADING_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
+	echo "grading round trip wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
 # solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/build_decks.py.
@@ -98,4 +114,4 @@ handouts: $(STAMP)
 	$(BIN)/python scripts/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) student build .pytest_cache
+	rm -rf $(VENV) student course build .pytest_cache

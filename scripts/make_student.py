@@ -1,9 +1,15 @@
-"""Generate student versions of the notebooks with nbgrader's preprocessors:
-solutions are replaced by stubs (``raise NotImplementedError()`` / "YOUR ANSWER
-HERE"), mark schemes are removed, and outputs are cleared.
+"""Generate the student versions of the notebooks: nbgrader's release.
 
-``clear_solutions`` (the same without clearing outputs) is also used by
-``scripts/build_decks.py`` for the student slide decks and hand-outs.
+``make student`` runs nbgrader's ``generate_assignment`` on every notebook (in a temporary
+course directory, with the repository's ``nbgrader_config.py``) and copies the released
+notebooks to ``student/``: solutions replaced by stubs (``raise NotImplementedError()`` /
+"YOUR ANSWER HERE"), hidden tests and mark schemes removed, outputs, widget state and
+timestamps cleared, graded cells locked and checksummed.
+
+``student_version(nb)`` computes the same notebook in memory (``scripts/nbgrader_course.py``'s
+``release``; the round-trip test checks they agree). ``clear_solutions`` (solutions, hidden
+tests and mark schemes removed, outputs kept) is used by ``scripts/build_decks.py`` for the
+student slide decks and hand-outs.
 
     python scripts/make_student.py notebooks student      # every notebook
     python scripts/make_student.py notebooks/03_additive_attention.ipynb student
@@ -11,11 +17,17 @@ HERE"), mark schemes are removed, and outputs are cleared.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, ClearSolutions
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearSolutions
+from traitlets.config import Config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgrader_course import RELEASE_CONFIG, build_course, release  # noqa: E402
 
 # The lines nbgrader looks for (a line containing one of these opens or closes a region).
 SOLUTION_DELIMITERS = (
@@ -23,23 +35,23 @@ SOLUTION_DELIMITERS = (
     ClearSolutions.end_solution_delimeter.default_value,
     ClearMarkScheme.begin_mark_scheme_delimeter.default_value,
     ClearMarkScheme.end_mark_scheme_delimeter.default_value,
+    ClearHiddenTests.begin_test_delimeter.default_value,
+    ClearHiddenTests.end_test_delimeter.default_value,
 )
 
 
 def clear_solutions(nb):
-    """Return a copy of ``nb`` with solutions stubbed out and mark schemes removed (outputs kept)."""
+    """Return a copy of ``nb`` with solutions stubbed out, hidden tests and mark schemes removed (outputs kept)."""
     nb = nbformat.from_dict(nb)
     resources = {}
-    nb, resources = ClearSolutions().preprocess(nb, resources)
-    nb, resources = ClearMarkScheme().preprocess(nb, resources)
+    for pp in (ClearSolutions, ClearHiddenTests, ClearMarkScheme):
+        nb, resources = pp(config=Config(RELEASE_CONFIG)).preprocess(nb, resources)
     return nb
 
 
 def student_version(nb):
-    """Return a copy of ``nb`` with solutions stubbed out, mark schemes removed and outputs cleared."""
-    nb = clear_solutions(nb)
-    nb, _ = ClearOutput().preprocess(nb, {})
-    return nb
+    """Return nbgrader's release of ``nb`` (see the module docstring)."""
+    return release(nb)
 
 
 def main(argv: list[str]) -> int:
@@ -52,10 +64,11 @@ def main(argv: list[str]) -> int:
         print(f"no notebooks found at {src}")
         return 1
     out.mkdir(parents=True, exist_ok=True)
-    for p in paths:
-        nb = student_version(nbformat.read(p, as_version=4))
-        nbformat.write(nb, out / p.name)
-        print(f"wrote {out / p.name}")
+    with tempfile.TemporaryDirectory() as course:
+        build_course(Path(course), [p.resolve() for p in paths])
+        for p in paths:
+            shutil.copyfile(Path(course) / "release" / p.stem / p.name, out / p.name)
+            print(f"wrote {out / p.name}")
     return 0
 
 

@@ -1,12 +1,18 @@
-"""Write nbgrader metadata onto a notebook's exercise and check cells.
+"""Write nbgrader metadata onto a notebook's exercise, check and mark-scheme cells.
 
 Conventions (CONTRIBUTING.md):
 - a cell whose source contains ``### BEGIN SOLUTION`` is a solution cell
-  (code: an exercise to implement; markdown: an open question's model answer);
-- a code cell whose source starts with ``# CHECK`` is a check (autograded) cell.
+  (code: an exercise to implement; markdown: an open question's model answer); it is
+  collapsed (JupyterLab's ``jupyter.source_hidden``) so a learner sees the answer only on a click;
+- a code cell whose source starts with ``# CHECK`` is a check (autograded) cell; its first line
+  gives its points (``# CHECK · 2 points``, 1 when it names none); ``### BEGIN HIDDEN TESTS`` ...
+  ``### END HIDDEN TESTS`` inside it are run by nbgrader's autograde but removed from the release;
+- an open question's answer cell (markdown, with the model answer as its solution) is graded by
+  hand: it holds a mark scheme between ``### BEGIN MARK SCHEME`` and ``### END MARK SCHEME``
+  that names its points (``2 points``), removed from the release like the model answer.
 
-Cells are numbered in order (``ex1``, ``ex1_check``, ``q1`` ...). Every other
-cell's nbgrader metadata is removed. Usage::
+Cells are numbered in order (``ex1``, ``ex1_check``, ``ex1_check2``, ``q1`` ...).
+Every other cell's nbgrader metadata is removed. Usage::
 
     python scripts/tag_exercises.py notebooks/01_tokens_and_embeddings.ipynb [...]
     python scripts/tag_exercises.py --check notebooks/*.ipynb   # exit 1 if any would change
@@ -16,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 
 import nbformat
 
 BEGIN = "### BEGIN SOLUTION"
+MARK_SCHEME = "### BEGIN MARK SCHEME"
+POINTS_RE = re.compile(r"(\d+)\s+points?\b")
 
 
 def is_solution(cell) -> bool:
@@ -31,31 +40,62 @@ def is_check(cell) -> bool:
     return cell.cell_type == "code" and cell.source.lstrip().startswith("# CHECK")
 
 
+def points(text: str, default: int | None = 1) -> int:
+    m = POINTS_RE.search(text)
+    if m is None:
+        if default is None:
+            raise SystemExit(f"a mark-scheme cell must say how many points it is worth ('N points'):\n{text[:200]}")
+        return default
+    return int(m.group(1))
+
+
+def collapse(cell, hidden: bool) -> None:
+    jupyter = cell.metadata.get("jupyter", {})
+    if hidden:
+        jupyter["source_hidden"] = True
+    else:
+        jupyter.pop("source_hidden", None)
+    if jupyter:
+        cell.metadata["jupyter"] = jupyter
+    else:
+        cell.metadata.pop("jupyter", None)
+
+
 def tag(nb) -> None:
     n_ex = n_q = 0
     last_ex = None
+    n_checks = 0
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
         if is_solution(cell):
             if cell.cell_type == "code":
                 n_ex += 1
-                last_ex = f"ex{n_ex}"
+                last_ex, n_checks = f"ex{n_ex}", 0
                 grade_id = last_ex
             else:
                 n_q += 1
                 grade_id = f"q{n_q}"
             meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
-            if cell.cell_type == "markdown":  # open questions are graded by hand
-                meta.update(grade=True, points=1)
+            if cell.cell_type == "markdown":  # open questions are graded by hand, by their mark scheme
+                if MARK_SCHEME not in cell.source:
+                    raise SystemExit(f"an open question's answer cell needs a mark scheme ({MARK_SCHEME}):\n{cell.source[:200]}")
+                meta.update(grade=True, points=points(cell.source.split(MARK_SCHEME, 1)[1], default=None))
+            collapse(cell, True)
         elif is_check(cell):
             if last_ex is None:
                 raise SystemExit(f"a '# CHECK' cell comes before any exercise cell:\n{cell.source[:200]}")
-            meta = {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": f"{last_ex}_check"}
-            last_ex = None
+            n_checks += 1
+            grade_id = f"{last_ex}_check" + ("" if n_checks == 1 else str(n_checks))
+            meta = {"grade": True, "solution": False, "locked": True,
+                    "points": points(cell.source.splitlines()[0]), "grade_id": grade_id}
         else:
             continue
         meta["schema_version"] = 3
         cell.metadata["nbgrader"] = meta
+
+
+def total_points(nb) -> int:
+    return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,6 +78,33 @@ def test_every_exercise_has_a_check_cell(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_answers_are_collapsed_and_exercises_graded_like_assignments(path):
+    """A learner's default view hides the model answers (JupyterLab's source_hidden: the cell shows as
+    a bar to click); every code exercise has hidden tests; open questions have a mark scheme; every
+    exercise prompt states its points, and the section's heading states the notebook's total."""
+    nb = read(path)
+    section = nb.cells[heading_index(nb, "Exercises"):heading_index(nb, "Summary")]
+    answers = [c for c in section if BEGIN in c.source]
+    assert answers and all(c.metadata.get("jupyter", {}).get("source_hidden") for c in answers), \
+        "answer cells must be collapsed (run scripts/tag_exercises.py)"
+    for c in answers:
+        if c.cell_type == "markdown":
+            assert "### BEGIN MARK SCHEME" in c.source, f"an open question without a mark scheme:\n{c.source[:200]}"
+    checks = {}
+    for c in section:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
+        if is_check(c):
+            checks.setdefault(gid.split("_check")[0], []).append(c)
+    assert all(any("### BEGIN HIDDEN TESTS" in c.source for c in cells) for cells in checks.values()), \
+        f"exercises without hidden tests: {[k for k, v in checks.items() if not any('### BEGIN HIDDEN TESTS' in c.source for c in v)]}"
+    total = tag_exercises.total_points(nb)
+    assert re.search(rf"\*\*{total} points\*\* in all", section[0].source), f"the Exercises heading must say '**{total} points** in all'"
+    prompts = [c for c in section if c.cell_type == "markdown" and re.match(r"(\*\*|### )Exercise \d+ ", c.source)]
+    assert prompts and all(re.search(r"\d+ points?\b", c.source) and "min" in c.source for c in prompts), \
+        "every exercise prompt states its points and an estimated time"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_nbgrader_metadata_is_current(path):
     assert tag_exercises.main(["--check", str(path)]) == 0, "run scripts/tag_exercises.py on this notebook"
 

@@ -1,0 +1,47 @@
+"""nbgrader configuration for running the course's notebooks as assignments (see INSTRUCTORS.md).
+
+Run nbgrader from the repository root: the course directory is ``course/`` (git-ignored), built
+from ``notebooks/`` by ``make course``; each notebook is one assignment, named after the notebook.
+"""
+
+import sys
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parent
+sys.path.insert(0, str(_REPO / "scripts"))
+from nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
+    CheckCellMetadata,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
+)
+
+c = get_config()  # noqa: F821 (provided by traitlets when it reads this file)
+
+c.CourseDirectory.course_id = "attention-course"
+c.CourseDirectory.root = str(_REPO / "course")
+
+# Release: nbgrader's pipeline plus ClearReleaseMetadata (no ipywidgets state, no execution
+# timestamps, no collapsed cells in what students get).
+c.GenerateAssignment.preprocessors = RELEASE_PREPROCESSORS
+c.ClearMarkScheme.enforce_metadata = False  # mark schemes live in the open questions' answer cells (RELEASE_CONFIG)
+
+# Autograde runs only the `## Exercises` section of a submission (self-contained by the course's
+# convention), not the demonstration training above it: nbgrader's default pipeline otherwise.
+c.Autograde.autograde_preprocessors = [
+    ExerciseSectionExecute,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
+
+# `nbgrader validate` runs the whole notebook, as a student's Run All does: notebook 03 takes
+# about 7 minutes on a 2-core laptop, its longest cell about 3 (nbgrader's default is 30 s per cell).
+c.Execute.timeout = 1800
+c.ExerciseSectionExecute.timeout = 600

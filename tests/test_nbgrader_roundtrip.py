@@ -1,0 +1,215 @@
+"""The nbgrader round trip, as an instructor runs it (INSTRUCTORS.md): a real course directory
+is built from the notebooks (source -> release with nbgrader's generate_assignment and the
+repository's nbgrader_config.py), three students submit, and nbgrader autogrades them:
+
+- ``stub``: the released notebook as handed out; it must score 0 on every autograded cell;
+- ``solution``: the released notebook with the model answers filled in; full marks, and the
+  hidden tests (removed from the release) must have run;
+- ``shortcut``: each exercise with a known one-line shortcut
+  (``F.one_hot``, ``utils.attention.scaled_dot_product_attention``, ``return layer(x, memory, ...)``
+  ...) is answered with it; the shortcut passes the visible check, and must score 0 on the hidden tests.
+
+Autograding runs only each notebook's ``## Exercises`` section (``nbgrader_config.py``), so the
+demonstration training is not re-run. ``make test`` grades a representative subset
+(``COURSE_GRADING_NOTEBOOKS``, default ``07``: its stubs, solutions, hidden tests and two kinds
+of shortcut, a ``utils`` function and ``nn.TransformerDecoderLayer.forward``); ``make test-grading`` grades every notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import nbformat
+import pytest
+
+from notebook_utils import NOTEBOOKS, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_student import student_version  # noqa: E402
+from nbgrader_course import build_course  # noqa: E402
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
+
+# Known one-line shortcuts: notebook number -> {exercise grade_id: the answer cell's source}.
+SHORTCUTS = {
+    "01": {
+        "ex1": ("def one_hot(ids, num_classes):\n"
+                "    if (ids < 0).any() or (ids >= num_classes).any():\n"
+                "        raise ValueError('id out of range')\n"
+                "    return F.one_hot(ids, num_classes).float()\n"),
+        "ex3": ("def cosine_similarities(E):\n"
+                "    return F.cosine_similarity(E[:, None, :], E[None, :, :], dim=-1)\n"),
+    },
+    "03": {
+        "ex2": ("from utils.rnn import masked_softmax\n\n\n"
+                "def context_vector(e, h, mask):\n"
+                "    weights = masked_softmax(e, mask)\n"
+                "    return weights, (weights[..., None] * h).sum(1)\n"),
+    },
+    "04": {
+        "ex1": ("from utils.attention import scaled_dot_product_attention\n\n\n"
+                "def attention(q, k, v, mask=None):\n"
+                "    return scaled_dot_product_attention(q, k, v, mask)\n"),
+    },
+    "06": {
+        "ex1": ("import utils.positional\n\n\n"
+                "def sinusoidal(max_len, d_model):\n"
+                "    return utils.positional.sinusoidal_encoding(max_len, d_model, dtype=torch.float64)\n"),
+    },
+    "07": {
+        "ex1": ("from utils.attention import causal_mask, key_padding_mask\n\n\n"
+                "def decoder_self_mask(tgt, pad_id=0):\n"
+                "    return causal_mask(tgt.shape[1]) & key_padding_mask(tgt, pad_id)\n"),
+        "ex2": ("def decoder_layer_forward(layer, x, memory, tgt_mask, memory_key_padding_mask):\n"
+                "    return layer(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=memory_key_padding_mask)\n"),
+    },
+    "08": {
+        "ex1": ("from utils.schedule import transformer_lr\n\n\n"
+                "def warmup_lr(step, d_model, warmup):\n"
+                "    return transformer_lr(step, d_model, warmup)\n"),
+        "ex2": ("def smoothed_loss(logits, target, eps, pad_id=0):\n"
+                "    return F.cross_entropy(logits, target, ignore_index=pad_id, label_smoothing=eps)\n"),
+    },
+    "09": {
+        "ex1": ("import utils.gpt\n\n\n"
+                "def keep_top_k(logits, k):\n"
+                "    return utils.gpt.top_k_filter(logits, k)\n"),
+    },
+}
+
+
+def chosen_notebooks():
+    names = os.environ.get("COURSE_GRADING_NOTEBOOKS", "07").split()
+    if names == ["all"]:
+        return NOTEBOOKS
+    return [p for p in NOTEBOOKS if p.name[:2] in names]
+
+
+def grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def submission(released, source, shortcuts=None):
+    """The released notebook answered with the source's solutions or, given ``shortcuts``, with
+    those shortcuts only (the other exercises left as stubs, so grading them costs nothing)."""
+    answers = {grade_id(c): c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.from_dict(released)
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        if shortcuts is not None:
+            if gid in shortcuts:
+                cell.source = shortcuts[gid]
+        elif cell.cell_type == "code":
+            cell.source = answers[gid]
+        else:
+            cell.source = "An answer in my own words."
+    return nb
+
+
+def check_ids(nb, exercise):
+    """grade_ids of an exercise's check cells: ex1 -> ex1_check, ex1_check2, ..."""
+    return [g for g in map(grade_id, nb.cells) if g and (g == f"{exercise}_check" or g.startswith(f"{exercise}_check"))]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    paths = chosen_notebooks()
+    if not paths:
+        pytest.skip("COURSE_GRADING_NOTEBOOKS names no notebook")
+    root = tmp_path_factory.mktemp("course")
+    start = time.time()
+    api = build_course(root, paths)
+    graded = {}
+    for p in paths:
+        aid = p.stem
+        released = nbformat.read(root / "release" / aid / p.name, as_version=4)
+        source = nbformat.read(p, as_version=4)
+        students = {"stub": released, "solution": submission(released, source)}
+        if p.name[:2] in SHORTCUTS:
+            students["shortcut"] = submission(released, source, SHORTCUTS[p.name[:2]])
+        for student, nb in students.items():
+            folder = root / "submitted" / student / aid
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, folder / p.name)
+            t = time.time()
+            result = api.autograde(aid, student, force=True, create=True)
+            assert result["success"], f"autograde {aid} {student} failed:\n{result.get('error')}\n{result.get('log')}"
+            graded[aid, student] = time.time() - t
+    for (aid, student), s in graded.items():
+        print(f"autograde {aid} {student}: {s:.1f} s")
+    print(f"round trip ({len(paths)} notebooks, build + autograde): {time.time() - start:.1f} s")
+    return root, paths
+
+
+def scores(root, aid, nb_name, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        nb = gb.find_submission_notebook(nb_name, aid, student)
+        return {g.name: (g.auto_score, g.max_score, g.cell_type) for g in nb.grades}
+
+
+def autograded(root, aid, student, name):
+    return nbformat.read(root / "autograded" / student / aid / name, as_version=4)
+
+
+def test_make_student_is_the_nbgrader_release(course):
+    root, paths = course
+    for p in paths:
+        released = nbformat.read(root / "release" / p.stem / p.name, as_version=4)
+        assert student_version(nbformat.read(p, as_version=4)) == released, p.name
+        text = nbformat.writes(released)
+        for leak in ("### BEGIN SOLUTION", HIDDEN, "### BEGIN MARK SCHEME", '"widgets"', '"execution"', "source_hidden"):
+            assert leak not in text, f"{p.name}: the release carries {leak}"
+        graded = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert graded and all("checksum" in c.metadata.nbgrader and "cell_type" in c.metadata.nbgrader for c in graded)
+        assert all(c.metadata.nbgrader["locked"] for c in graded if c.cell_type == "code")
+
+
+def test_stubs_score_zero(course):
+    root, paths = course
+    for p in paths:
+        got = scores(root, p.stem, p.stem, "stub")
+        auto = {k: v for k, v in got.items() if v[2] == "code"}
+        assert auto and all(score == 0 for score, _, _ in auto.values()), (p.name, auto)
+
+
+def test_solutions_score_full_marks_and_hidden_tests_ran(course):
+    root, paths = course
+    for p in paths:
+        got = scores(root, p.stem, p.stem, "solution")
+        auto = {k: v for k, v in got.items() if v[2] == "code"}
+        assert all(score == top for score, top, _ in auto.values()), (p.name, auto)
+        nb = autograded(root, p.stem, "solution", p.name)
+        hidden = [c for c in nb.cells if c.cell_type == "code" and HIDDEN in c.source]
+        assert hidden, f"{p.name}: no hidden tests in the autograded notebook"
+        for cell in hidden:
+            text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            assert "correct" in text and not any(o.output_type == "error" for o in cell.outputs), cell.source[:200]
+
+
+def test_every_known_shortcut_scores_zero_on_the_hidden_tests(course):
+    root, paths = course
+    tried = 0
+    for p in paths:
+        shortcuts = SHORTCUTS.get(p.name[:2], {})
+        if not shortcuts:
+            continue
+        got = scores(root, p.stem, p.stem, "shortcut")
+        source = nbformat.read(p, as_version=4)
+        for exercise in shortcuts:
+            hidden = {grade_id(c) for c in source.cells if HIDDEN in c.source}
+            checks = check_ids(source, exercise)
+            assert set(checks) & hidden, f"{p.name} {exercise}: no hidden test"
+            for cid in checks:
+                score, top, _ = got[cid]
+                if cid in hidden:
+                    assert score == 0, f"{p.name} {exercise}: the shortcut scores {score}/{top} on {cid}"
+                else:
+                    assert score == top, f"{p.name} {exercise}: the shortcut should pass the visible check {cid}"
+            tried += 1
+    assert tried == sum(len(SHORTCUTS.get(p.name[:2], {})) for p in paths)
