@@ -50,7 +50,9 @@ SCREENSHOTS = os.environ.get("COURSE_BROWSER_SCREENSHOTS")
 
 KERNEL_IDLE = '.jp-Notebook-ExecutionIndicator[data-status="idle"]'
 ALL_CELLS_RUN = """() => {
-    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    // prompts of the visible inputs: a collapsed input (an exercise's answer, source_hidden) shows a
+    // placeholder whose empty prompt never gets a number
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea .jp-InputPrompt')];
     const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
     return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
         && indicator && indicator.dataset.status === 'idle';
@@ -160,6 +162,12 @@ def test_run_all_in_jupyterlab(page, lab, name, record_property):
     cells = page.locator(".jp-Notebook .jp-Cell")
     n_cells = len(nbformat.read(NOTEBOOKS / name, as_version=4).cells)
     assert cells.count() == n_cells, f"{cells.count()} cells on the page, {n_cells} in the file"
+    # the model answers in code are collapsed (source_hidden): a placeholder bar, not the code, is what a
+    # learner sees (a rendered markdown answer keeps its rendered text; JupyterLab collapses only its source)
+    hidden = sum(c.cell_type == "code" and bool(c.metadata.get("jupyter", {}).get("source_hidden"))
+                 for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells)
+    shown = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPlaceholder").count()
+    assert shown == hidden, f"{shown} collapsed code inputs on the page, {hidden} code cells with source_hidden in the file"
 
     # No traceback and no pink box: JupyterLab renders a Python error and a stderr stream alike
     # (data-mime-type application/vnd.jupyter.stderr), a traceback told apart by its text.
