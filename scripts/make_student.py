@@ -28,6 +28,7 @@ from traitlets.config import Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbgrader_course import RELEASE_CONFIG, build_course, release  # noqa: E402
+from tag_exercises import unwrap_details  # noqa: E402
 
 # The lines nbgrader looks for (a line containing one of these opens or closes a region).
 SOLUTION_DELIMITERS = (
@@ -43,6 +44,9 @@ SOLUTION_DELIMITERS = (
 def clear_solutions(nb):
     """Return a copy of ``nb`` with solutions stubbed out, hidden tests and mark schemes removed (outputs kept)."""
     nb = nbformat.from_dict(nb)
+    for cell in nb.cells:  # the closed <details> around an open question's answer (scripts/tag_exercises.py)
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = unwrap_details(cell.source)
     resources = {}
     for pp in (ClearSolutions, ClearHiddenTests, ClearMarkScheme):
         nb, resources = pp(config=Config(RELEASE_CONFIG)).preprocess(nb, resources)

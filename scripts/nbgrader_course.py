@@ -41,6 +41,8 @@ from nbgrader.preprocessors import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tag_exercises import unwrap_details  # noqa: E402
 EXERCISES_HEADING = "## exercises"
 
 
@@ -56,7 +58,9 @@ def exercise_section_start(nb) -> int | None:
 
 class ClearReleaseMetadata(NbGraderPreprocessor):
     """Drop what a released notebook must not carry: widget state, timestamps, collapsed cells,
-    and outputs left on non-code cells (invalid nbformat, which nbgrader warns about)."""
+    outputs left on non-code cells (invalid nbformat, which nbgrader warns about), and the closed
+    ``<details>`` block that hides an open question's model answer in the course notebooks
+    (``scripts/tag_exercises.py``): the student's answer cell is plain markdown."""
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)
@@ -64,6 +68,8 @@ class ClearReleaseMetadata(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, cell_index):
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = unwrap_details(cell.source)
         if cell.cell_type != "code":  # (a markdown cell that once was a code cell can keep these)
             cell.pop("outputs", None)
             cell.pop("execution_count", None)

@@ -9,7 +9,11 @@ Conventions (CONTRIBUTING.md):
   ``### END HIDDEN TESTS`` inside it are run by nbgrader's autograde but removed from the release;
 - an open question's answer cell (markdown, with the model answer as its solution) is graded by
   hand: it holds a mark scheme between ``### BEGIN MARK SCHEME`` and ``### END MARK SCHEME``
-  that names its points (``2 points``), removed from the release like the model answer.
+  that names its points (``2 points``), removed from the release like the model answer. JupyterLab
+  collapses only the *source* of a markdown cell, not its rendering, so the answer and mark scheme are
+  also wrapped in a closed HTML ``<details>`` block (``DETAILS_OPEN`` ... ``DETAILS_CLOSE``): a learner
+  sees one "Model answer" line and opens it on a click. The release unwraps it
+  (``scripts/nbgrader_course.py``), so a student's answer cell is plain markdown.
 
 Cells are numbered in order (``ex1``, ``ex1_check``, ``ex1_check2``, ``q1`` ...).
 Every other cell's nbgrader metadata is removed. Usage::
@@ -30,6 +34,22 @@ import nbformat
 BEGIN = "### BEGIN SOLUTION"
 MARK_SCHEME = "### BEGIN MARK SCHEME"
 POINTS_RE = re.compile(r"(\d+)\s+points?\b")
+DETAILS_OPEN = ("<details>\n<summary><b>Model answer and mark scheme</b> (click to open; write your own answer "
+                "first)</summary>\n")
+DETAILS_CLOSE = "\n</details>"
+
+
+def wrap_details(source: str) -> str:
+    """The answer cell's source inside a closed <details> block (idempotent)."""
+    body = unwrap_details(source)
+    return f"{DETAILS_OPEN}\n{body}\n{DETAILS_CLOSE}"
+
+
+def unwrap_details(source: str) -> str:
+    """The answer cell's source without the <details> block ``wrap_details`` put around it."""
+    if source.startswith(DETAILS_OPEN) and source.endswith(DETAILS_CLOSE):
+        source = source[len(DETAILS_OPEN):-len(DETAILS_CLOSE)]
+    return source.strip("\n")
 
 
 def is_solution(cell) -> bool:
@@ -80,6 +100,7 @@ def tag(nb) -> None:
                 if MARK_SCHEME not in cell.source:
                     raise SystemExit(f"an open question's answer cell needs a mark scheme ({MARK_SCHEME}):\n{cell.source[:200]}")
                 meta.update(grade=True, points=points(cell.source.split(MARK_SCHEME, 1)[1], default=None))
+                cell.source = wrap_details(cell.source)
             collapse(cell, True)
         elif is_check(cell):
             if last_ex is None:

@@ -27,6 +27,9 @@ def exercise_section(nb):
 def test_checks_fail_on_the_student_stub(path):
     student = student_version(read(path))
     assert "### BEGIN SOLUTION" not in "".join(c.source for c in student.cells), "solutions left in the student version"
+    answers = [c.source for c in student.cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("solution")]
+    assert not [a for a in answers if "<details" in a or "MARK SCHEME" in a], \
+        "a released answer cell must be plain markdown (no <details> wrapper, no mark scheme)"
     section = exercise_section(student)
     client = NotebookClient(section, kernel_name=KERNEL, timeout=600, allow_errors=True,
                             resources={"metadata": {"path": str(ROOT / "notebooks")}})

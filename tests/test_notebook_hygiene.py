@@ -90,6 +90,10 @@ def test_answers_are_collapsed_and_exercises_graded_like_assignments(path):
     for c in answers:
         if c.cell_type == "markdown":
             assert "### BEGIN MARK SCHEME" in c.source, f"an open question without a mark scheme:\n{c.source[:200]}"
+            # JupyterLab collapses a markdown cell's source, not its rendering: the answer is also in a
+            # closed <details> block (no `open` attribute), opened on a click
+            assert c.source.startswith(tag_exercises.DETAILS_OPEN) and c.source.endswith(tag_exercises.DETAILS_CLOSE), \
+                f"an open question's answer must be wrapped in a closed <details> block:\n{c.source[:200]}"
     checks = {}
     for c in section:
         gid = c.metadata.get("nbgrader", {}).get("grade_id", "")

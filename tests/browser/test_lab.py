@@ -163,11 +163,28 @@ def test_run_all_in_jupyterlab(page, lab, name, record_property):
     n_cells = len(nbformat.read(NOTEBOOKS / name, as_version=4).cells)
     assert cells.count() == n_cells, f"{cells.count()} cells on the page, {n_cells} in the file"
     # the model answers in code are collapsed (source_hidden): a placeholder bar, not the code, is what a
-    # learner sees (a rendered markdown answer keeps its rendered text; JupyterLab collapses only its source)
-    hidden = sum(c.cell_type == "code" and bool(c.metadata.get("jupyter", {}).get("source_hidden"))
-                 for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells)
+    # learner sees
+    file_cells = nbformat.read(NOTEBOOKS / name, as_version=4).cells
+    hidden = sum(c.cell_type == "code" and bool(c.metadata.get("jupyter", {}).get("source_hidden")) for c in file_cells)
     shown = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPlaceholder").count()
     assert shown == hidden, f"{shown} collapsed code inputs on the page, {hidden} code cells with source_hidden in the file"
+    # a rendered markdown answer keeps its rendered text when its source is collapsed, so open questions'
+    # answers sit in a closed <details> block: only its summary line shows until a learner clicks it
+    answers = [i for i, c in enumerate(file_cells)
+               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("solution")]
+    for i in answers:
+        cell = cells.nth(i)
+        cell.scroll_into_view_if_needed()
+        details = cell.locator("details")
+        assert details.count() == 1, f"cell {i}: {details.count()} <details> blocks in a rendered answer"
+        assert details.get_attribute("open") is None, f"cell {i}: the answer's <details> block is open"
+        summary = details.locator("summary")
+        assert summary.is_visible() and "Model answer" in summary.inner_text(), f"cell {i}: no visible summary line"
+        body = details.locator("p").first
+        assert not body.is_visible(), f"cell {i}: the model answer is visible before a click"
+        summary.click()
+        assert body.is_visible(), f"cell {i}: a click on the summary does not show the answer"
+        summary.click()
 
     # No traceback and no pink box: JupyterLab renders a Python error and a stderr stream alike
     # (data-mime-type application/vnd.jupyter.stderr), a traceback told apart by its text.
