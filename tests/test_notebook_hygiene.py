@@ -25,6 +25,14 @@ def test_there_are_notebooks_and_numbers_are_unique():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_title_counts_the_lectures(path):
+    """The first cell says "lecture N of M" with this notebook's number and the course's length."""
+    found = re.search(r"lecture (\d+) of (\d+)", read(path).cells[0].source)
+    assert found, "the title cell must say 'lecture N of M'"
+    assert (int(found[1]), int(found[2])) == (int(path.name[:2]), len(NOTEBOOKS)), found[0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_executed_in_order_without_errors(path):
     nb = read(path)
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
