@@ -41,6 +41,23 @@ SHORTCUTS = {
                 "    return F.one_hot(ids, num_classes).float()\n"),
         "ex3": ("def cosine_similarities(E):\n"
                 "    return F.cosine_similarity(E[:, None, :], E[None, :, :], dim=-1)\n"),
+        "ex4": ("from torch import nn\n"
+                "from utils.text import masked_mean\n\n\n"
+                "class BagOfEmbeddings(nn.Module):\n"
+                "    def __init__(self, vocab_size, dim, num_classes):\n"
+                "        super().__init__()\n"
+                "        self.embed = nn.Embedding(vocab_size, dim)\n"
+                "        self.out = nn.Linear(dim, num_classes)\n\n"
+                "    def forward(self, ids, mask):\n"
+                "        return self.out(masked_mean(self.embed(ids), mask))\n\n\n"
+                "def train_classifier(model, ids, mask, labels, steps=200, lr=0.05):\n"
+                "    optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n"
+                "    losses = []\n"
+                "    for _ in range(steps):\n"
+                "        loss = F.cross_entropy(model(ids, mask), labels)\n"
+                "        optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+                "        losses.append(loss.item())\n"
+                "    return losses\n"),
     },
     "03": {
         "ex2": ("from utils.rnn import masked_softmax\n\n\n"
@@ -52,6 +69,29 @@ SHORTCUTS = {
         "ex1": ("from utils.attention import scaled_dot_product_attention\n\n\n"
                 "def attention(q, k, v, mask=None):\n"
                 "    return scaled_dot_product_attention(q, k, v, mask)\n"),
+        "ex3": ("import math\n"
+                "from torch import nn\n"
+                "from utils.attention import scaled_dot_product_attention\n\n\n"
+                "class RetrievalAttention(nn.Module):\n"
+                "    def __init__(self, d, d_k, scaled=True):\n"
+                "        super().__init__()\n"
+                "        self.W_q = nn.Linear(d, d_k, bias=False)\n"
+                "        self.W_k = nn.Linear(d, d_k, bias=False)\n"
+                "        self.scaled = scaled\n\n"
+                "    def forward(self, query, keys, values):\n"
+                "        q = self.W_q(query)[:, None, :] * (1.0 if self.scaled else math.sqrt(self.W_q.out_features))\n"
+                "        out, w = scaled_dot_product_attention(q, self.W_k(keys), values[..., None])\n"
+                "        return out[:, 0, 0], w[:, 0]\n\n\n"
+                "def train_retrieval(model, steps=200, lr=1.0, batch=64, seed=0):\n"
+                "    g = torch.Generator().manual_seed(seed)\n"
+                "    optimizer = torch.optim.SGD(model.parameters(), lr=lr)\n"
+                "    losses = []\n"
+                "    for _ in range(steps):\n"
+                "        query, keys, values, target = retrieval_batch(batch, g, d=model.W_q.in_features)\n"
+                "        loss = F.mse_loss(model(query, keys, values)[0], target)\n"
+                "        optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+                "        losses.append(loss.item())\n"
+                "    return losses\n"),
     },
     "06": {
         "ex1": ("import utils.positional\n\n\n"

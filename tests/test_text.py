@@ -166,3 +166,80 @@ def test_check_ids_names_the_vocabulary_size():
         check_ids(torch.tensor([[3, 10]]), 10, "src")
     with pytest.raises(ValueError, match="bos_id: id -1 is outside"):
         check_ids(-1, 10, "bos_id")
+
+
+# --- byte-pair encoding ---------------------------------------------------------------------
+
+from utils.text import END_OF_WORD, bpe_apply_in_order, bpe_segment, learn_bpe  # noqa: E402
+
+
+def _reference_bpe(word_counts, num_merges):
+    """The textbook loop: recount every pair over the whole table after each merge."""
+    words = {tuple(w) + (END_OF_WORD,): n for w, n in word_counts.items()}
+    merges = []
+    for _ in range(num_merges):
+        pairs = {}
+        for symbols, n in words.items():
+            for p in zip(symbols, symbols[1:]):
+                pairs[p] = pairs.get(p, 0) + n
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        new = {}
+        for symbols, n in words.items():
+            out, i = [], 0
+            while i < len(symbols):
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                    out.append(symbols[i] + symbols[i + 1]); i += 2
+                else:
+                    out.append(symbols[i]); i += 1
+            new[tuple(out)] = new.get(tuple(out), 0) + n
+        words = new
+    return merges
+
+
+small_words = st.text(alphabet="abcde", min_size=1, max_size=7)
+tables = st.dictionaries(small_words, st.integers(1, 9), min_size=1, max_size=40)
+
+
+def test_bpe_worked_example_of_sennrich_et_al():
+    corpus = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+    merges = learn_bpe(corpus, 10)
+    assert merges[:5] == [("e", "s"), ("es", "t"), ("est", END_OF_WORD), ("l", "o"), ("lo", "w")]
+    assert bpe_segment("lowest", merges) == ["low", "est</w>"]
+    assert learn_bpe({"ab": 1}, 10) == [("a", "b"), ("ab", END_OF_WORD)]       # stops when nothing is left
+    assert learn_bpe(corpus, 0) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(tables, st.integers(0, 60))
+def test_learn_bpe_equals_the_textbook_loop(table, n):
+    assert learn_bpe(table, n) == _reference_bpe(table, n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tables, st.integers(0, 40), st.lists(small_words | st.text(alphabet="abcdexyz", min_size=1, max_size=9), max_size=10))
+def test_bpe_segment_applies_merges_in_learned_order_and_round_trips(table, n, new_words):
+    merges = learn_bpe(table, n)
+    symbols = set("abcdexyz") | {END_OF_WORD} | {a + b for a, b in merges}
+    for w in list(table) + new_words:
+        pieces = bpe_segment(w, merges)
+        assert pieces == bpe_apply_in_order(w, merges)                       # merges in learned order
+        assert "".join(pieces) == w + END_OF_WORD                           # decode(encode(w)) == w
+        assert all(p in symbols for p in pieces)                           # only learned symbols
+        assert bpe_segment(w, []) == list(w) + [END_OF_WORD]
+    # a training word ends up as one piece once all its merges are learned
+    full = learn_bpe(table, 10_000)
+    assert all(bpe_segment(w, full) == [w + END_OF_WORD] for w in table)
+
+
+def test_bpe_errors_name_what_was_expected():
+    with pytest.raises(TypeError, match="mapping word -> count"):
+        learn_bpe(["low", "lower"], 3)
+    with pytest.raises(ValueError, match="positive int"):
+        learn_bpe({"low": 0}, 3)
+    with pytest.raises(ValueError, match="num_merges"):
+        learn_bpe({"low": 1}, -1)
+    with pytest.raises(ValueError, match="non-empty str"):
+        bpe_segment("", [])

@@ -12,6 +12,7 @@ Conventions used throughout the course
 
 from __future__ import annotations
 
+import heapq
 import numbers
 import re
 from collections import Counter
@@ -27,6 +28,7 @@ __all__ = [
     "pad_sequences", "padding_mask", "masked_mean",
     "PairBatch", "PairDataset", "collate_pairs",
     "make_sequence_task", "SEQUENCE_TASKS",
+    "END_OF_WORD", "learn_bpe", "bpe_segment", "bpe_apply_in_order",
 ]
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
@@ -309,3 +311,115 @@ def make_sequence_task(
         src.append(x + [vocab.eos_id])
         tgt.append([vocab.bos_id] + fn(x) + [vocab.eos_id])
     return src, tgt, vocab
+
+
+# --- byte-pair encoding (Sennrich et al., 2016) -------------------------------------------
+
+END_OF_WORD = "</w>"
+
+
+def _merge_pair(symbols: tuple[str, ...], a: str, b: str) -> tuple[str, ...]:
+    """Replace every adjacent (a, b) in ``symbols`` by ``a + b``, left to right."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+def _check_word_counts(word_counts: dict[str, int] | Counter) -> None:
+    if not hasattr(word_counts, "items"):
+        raise TypeError(f"learn_bpe() expects a mapping word -> count (e.g. a Counter), got {type(word_counts).__name__}")
+    for w, n in word_counts.items():
+        if not isinstance(w, str) or not w:
+            raise ValueError(f"learn_bpe(): every word must be a non-empty str, got {w!r}")
+        if not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"learn_bpe(): the count of {w!r} must be a positive int, got {n!r}")
+
+
+def learn_bpe(word_counts: dict[str, int] | Counter, num_merges: int) -> list[tuple[str, str]]:
+    """Learn ``num_merges`` byte-pair-encoding merges from a word-frequency table.
+
+    Every word starts as its characters followed by ``"</w>"``. Each step merges the most frequent
+    adjacent pair of symbols (pairs counted over the *table*, each word weighted by its count; ties:
+    the pair that sorts first) everywhere, and records it. Stops early when no pair is left.
+    Fast: after a merge only the words that contain the merged pair are recounted.
+
+    >>> learn_bpe({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 3)
+    [('e', 's'), ('es', 't'), ('est', '</w>')]
+    """
+    _check_word_counts(word_counts)
+    if not isinstance(num_merges, numbers.Integral) or num_merges < 0:
+        raise ValueError(f"num_merges must be an int >= 0, got {num_merges!r}")
+    words = [tuple(w) + (END_OF_WORD,) for w in word_counts]
+    counts = list(word_counts.values())
+    pairs: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], set[int]] = {}          # pair -> indices of the words that contain it
+    for i, symbols in enumerate(words):
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += counts[i]
+            where.setdefault(pair, set()).add(i)
+    heap = [(-n, pair) for pair, n in pairs.items()]      # (-count, pair): the best pair is the smallest
+    heapq.heapify(heap)
+    merges: list[tuple[str, str]] = []
+    while len(merges) < num_merges and heap:
+        neg, best = heapq.heappop(heap)
+        if pairs.get(best, 0) != -neg:                    # a stale entry: the count has changed since
+            continue
+        merges.append(best)
+        changed = set()
+        for i in where.pop(best):
+            old = words[i]
+            if best not in zip(old, old[1:]):              # an earlier merge in this step already changed it
+                continue
+            for pair in zip(old, old[1:]):                 # take the word's old pairs out ...
+                pairs[pair] -= counts[i]
+                changed.add(pair)
+            new = words[i] = _merge_pair(old, *best)
+            for pair in zip(new, new[1:]):                 # ... and its new pairs in
+                pairs[pair] += counts[i]
+                where.setdefault(pair, set()).add(i)
+                changed.add(pair)
+        for pair in changed:
+            if pairs[pair] > 0:
+                heapq.heappush(heap, (-pairs[pair], pair))
+            else:
+                del pairs[pair]
+        pairs.pop(best, None)
+    return merges
+
+
+def bpe_apply_in_order(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
+    """The definition, slow: split ``word`` into characters + ``"</w>"``, then apply every merge in
+    the order it was learned, each everywhere, left to right. ``bpe_segment`` gives the same result fast."""
+    symbols = tuple(word) + (END_OF_WORD,)
+    for a, b in merges:
+        symbols = _merge_pair(symbols, a, b)
+    return list(symbols)
+
+
+def bpe_segment(word: str, merges: Sequence[tuple[str, str]], ranks: dict[tuple[str, str], int] | None = None) -> list[str]:
+    """Split ``word`` (seen in training or not) into BPE symbols: the learned merges applied in the
+    order they were learned. Implemented as "repeatedly merge the present pair learned earliest"
+    (as GPT-2's tokenizer does), which gives the same pieces as ``bpe_apply_in_order`` but only
+    looks at the pairs of this word. Pass ``ranks`` (``{pair: index}``) to reuse it across calls.
+
+    >>> bpe_segment("lowest", learn_bpe({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 10))
+    ['low', 'est</w>']
+    """
+    if not isinstance(word, str) or not word:
+        raise ValueError(f"bpe_segment() expects a non-empty str, got {word!r}")
+    if ranks is None:
+        ranks = {pair: r for r, pair in enumerate(merges)}
+    symbols = tuple(word) + (END_OF_WORD,)
+    while len(symbols) > 1:
+        present = [(ranks[p], p) for p in zip(symbols, symbols[1:]) if p in ranks]
+        if not present:
+            break
+        _, (a, b) = min(present)
+        symbols = _merge_pair(symbols, a, b)
+    return list(symbols)
