@@ -59,11 +59,45 @@ SHORTCUTS = {
                 "        losses.append(loss.item())\n"
                 "    return losses\n"),
     },
+    "02": {
+        # Exercise 4 with nn.GRU's own (packed) forward instead of the student's masked_encode
+        "ex3": ("class TinySeq2Seq(nn.Module):\n"
+                "    def __init__(self, vocab_size, emb=16, hidden=32):\n"
+                "        super().__init__()\n"
+                "        self.emb, self.encoder = nn.Embedding(vocab_size, emb), nn.GRU(emb, hidden, batch_first=True)\n"
+                "        self.decoder, self.out = nn.GRUCell(emb + hidden, hidden), nn.Linear(2 * hidden, vocab_size)\n\n"
+                "    def forward(self, src, src_mask, tgt_in):\n"
+                "        packed = nn.utils.rnn.pack_padded_sequence(self.emb(src), src_mask.sum(1), batch_first=True,\n"
+                "                                                   enforce_sorted=False)\n"
+                "        c = s = self.encoder(packed)[1][0]\n"
+                "        logits = []\n"
+                "        for t in range(tgt_in.shape[1]):\n"
+                "            s = self.decoder(torch.cat([self.emb(tgt_in[:, t]), c], -1), s)\n"
+                "            logits.append(self.out(torch.cat([s, c], -1)))\n"
+                "        return torch.stack(logits, 1)\n"),
+    },
     "03": {
         "ex2": ("from utils.rnn import masked_softmax\n\n\n"
                 "def context_vector(e, h, mask):\n"
                 "    weights = masked_softmax(e, mask)\n"
                 "    return weights, (weights[..., None] * h).sum(1)\n"),
+        # Exercise 4 with utils.rnn's AdditiveScore and attend instead of the student's Exercises 1-2
+        "ex3": ("from utils.rnn import AdditiveScore, attend\n\n\n"
+                "class AttentionDecoder(nn.Module):\n"
+                "    def __init__(self, vocab_size, emb=16, hidden=32):\n"
+                "        super().__init__()\n"
+                "        self.emb, self.cell = nn.Embedding(vocab_size, emb), nn.GRUCell(emb + hidden, hidden)\n"
+                "        self.out, self.score = nn.Linear(2 * hidden, vocab_size), AdditiveScore(hidden, hidden)\n\n"
+                "    def forward(self, H, mask, tgt_in):\n"
+                "        s = H[torch.arange(H.shape[0]), mask.sum(1) - 1]\n"
+                "        logits, weights = [], []\n"
+                "        for t in range(tgt_in.shape[1]):\n"
+                "            c, a = attend(self.score, s, H, mask)\n"
+                "            s = self.cell(torch.cat([self.emb(tgt_in[:, t]), c], -1), s)\n"
+                "            logits.append(self.out(torch.cat([s, c], -1)))\n"
+                "            weights.append(a)\n"
+                "        self.weights = torch.stack(weights, 1)\n"
+                "        return torch.stack(logits, 1)\n"),
     },
     "04": {
         "ex1": ("from utils.attention import scaled_dot_product_attention\n\n\n"
