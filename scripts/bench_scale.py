@@ -12,8 +12,8 @@ cache sizes, and notebook 09's GPT against the modern block.
    held at once (on the CPU; outputs and intermediates, not the inputs). The naive version is skipped
    above ``--naive-max`` (its weights alone take 16·T² bytes here).
 2. Key/value cache bytes per token, by formula and measured on a model's cache.
-3. Classic (notebook 09) and modern GPT, trained ``--steps`` steps each with the same recipe: tokens/s
-   and validation loss (the longer, two-seed comparison is ``scripts/ablate_scale.py``).
+3. Classic (notebook 09) and modern GPT at the same parameter count, ``--steps`` steps each, same recipe: tokens/s
+   (by the clock and per CPU second) and validation loss (the longer, two-seed comparison is ``scripts/ablate_scale.py``).
 """
 
 from __future__ import annotations
@@ -94,18 +94,24 @@ def training_table(steps: int) -> None:
     from utils.data import load_tiny_shakespeare
     from utils.distributed import train_gpt
     from utils.gpt import GPT, CharTokenizer, GPTConfig, split_text, text_loss
+    from utils.scale import matched_swiglu_hidden
     from utils.training import count_parameters, set_seed
     text = load_tiny_shakespeare()
     tok = CharTokenizer(text)
     parts = split_text(torch.tensor(tok.encode(text)))
-    print(f"\n3. notebook 09's GPT vs the modern block, {steps} steps of batch 32 x 64 characters, same recipe")
-    print(f"{'model':>10} | {'params':>8} | {'tokens/s':>9} | {'val loss':>8}")
-    for name, opts in (("classic", {}), ("modern", dict(norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=2))):
+    print(f"\n3. notebook 09's GPT vs the modern block at the same parameter count, {steps} steps of batch 32 x 64 "
+          f"characters, same recipe")
+    print(f"{'model':>10} | {'params':>8} | {'tokens/s':>9} | {'per CPU s':>9} | {'val loss':>8}")
+    sizes = dict(vocab_size=len(tok), block_size=64, n_layer=2, n_head=4, d_model=64)
+    classic = GPTConfig(**sizes)
+    modern = GPTConfig(**sizes, norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=2)
+    modern = GPTConfig(**{**vars(modern), "mlp_hidden": matched_swiglu_hidden(modern, count_parameters(GPT(classic)))})
+    for name, cfg in (("classic", classic), ("modern", modern)):
         set_seed(0)
-        m = GPT(GPTConfig(vocab_size=len(tok), block_size=64, n_layer=2, n_head=4, d_model=64, **opts))
+        m = GPT(cfg)
         out = train_gpt(m, parts["train"], steps=steps, batch_size=32, lr=4e-3)
         print(f"{name:>10} | {count_parameters(m):8,d} | {out['tokens'] / out['seconds']:9,.0f} | "
-              f"{text_loss(m, parts['val']):8.3f}", flush=True)
+              f"{out['tokens'] / out['cpu_seconds']:9,.0f} | {text_loss(m, parts['val']):8.3f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,6 +37,9 @@ VARIANTS = [
     ("grouped_query_heads", {}),
     ("grouped_query_heads", {"num_heads": 4, "num_kv_heads": 4}),
     ("grouped_query_heads", {"num_heads": 8, "num_kv_heads": 1}),
+    ("data_parallel", {}),
+    ("data_parallel", {"num_processes": 3}),
+    ("data_parallel", {"num_processes": 4}),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(VARIANTS)]
 
@@ -218,3 +221,14 @@ def test_scale_diagrams_labels_and_bad_options():
         diagrams.grouped_query_heads(8, 3)
     with pytest.raises(ValueError, match="num_blocks"):
         diagrams.online_softmax(1)
+
+
+def test_data_parallel_labels_and_bad_options():
+    text = labels(diagrams.data_parallel(3))
+    for key in ("rank 0", "rank 2", "shard 2: B windows", "all-reduce", "\\frac{1}{N}\\sum_r g_r", "$g_2$",
+                "batch of 3·B windows", "replicas stay identical"):
+        assert key in text, key
+    assert "rank 3" not in text
+    for bad in (1, 5, True, 2.0):
+        with pytest.raises(ValueError, match="num_processes"):
+            diagrams.data_parallel(bad)

@@ -10,7 +10,8 @@ from torch import nn
 from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
 from utils.gpt import GPT, GPTConfig, generate, gpt_parameter_count, text_loss
 from utils.scale import (GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, block_attention, kv_cache_bytes_per_token,
-                         online_softmax_update, peak_memory, repeat_kv, rope_angles, swiglu_hidden)
+                         influence_by_distance, matched_swiglu_hidden, online_softmax_update, peak_memory, repeat_kv,
+                         rope_angles, swiglu_hidden)
 from utils.training import count_parameters
 
 
@@ -200,3 +201,76 @@ def test_longer_context_only_without_a_position_table():
         GPTConfig(vocab_size=11, norm="batch")
     with pytest.raises(ValueError, match="multiple of n_kv_head"):
         GPTConfig(vocab_size=11, n_head=4, n_kv_head=3)
+
+
+BASE = dict(vocab_size=65, block_size=64, n_layer=2, n_head=4, d_model=64)
+
+
+@pytest.mark.parametrize("opts", [dict(mlp="swiglu"), dict(mlp="swiglu", bias=False),
+                                  dict(norm="rms", mlp="swiglu", bias=False, pos="rope"),
+                                  dict(norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=2),
+                                  dict(norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=1)])
+def test_matched_swiglu_width_gives_the_classic_parameter_count(opts):
+    classic = count_parameters(GPT(GPTConfig(**BASE)))
+    assert classic == 108_352
+    h = matched_swiglu_hidden(GPTConfig(**BASE, **opts), classic)
+    cfg = GPTConfig(**BASE, **opts, mlp_hidden=h)
+    n = count_parameters(GPT(cfg))
+    assert n == gpt_parameter_count(cfg) and abs(n - classic) / classic < 0.01
+    for other in (h - 1, h + 1):  # the nearest width: no other is closer to the target
+        assert abs(gpt_parameter_count(GPTConfig(**BASE, **opts, mlp_hidden=other)) - classic) >= abs(n - classic)
+    assert GPT(cfg).blocks[0].mlp.gate.out_features == h
+
+
+def test_mlp_hidden_default_and_errors():
+    assert GPTConfig(**BASE, mlp="swiglu").mlp_hidden is None
+    a, b = GPT(GPTConfig(**BASE, mlp="swiglu")), GPT(GPTConfig(**BASE, mlp="swiglu", mlp_hidden=swiglu_hidden(64)))
+    assert count_parameters(a) == count_parameters(b)  # None = today's width
+    assert GPTConfig(**BASE, norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=2) is not None
+    assert count_parameters(GPT(GPTConfig(**BASE, norm="rms", mlp="swiglu", bias=False, pos="rope", n_kv_head=2))) == 96_640
+    with pytest.raises(ValueError, match="mlp_hidden"):
+        GPTConfig(**BASE, mlp_hidden=100)  # GELU's width is fixed at 4d
+    with pytest.raises(ValueError, match="mlp_hidden"):
+        GPTConfig(**BASE, mlp="swiglu", mlp_hidden=0)
+    with pytest.raises(ValueError, match="cfg.mlp must be 'swiglu'"):
+        matched_swiglu_hidden(GPTConfig(**BASE), 100_000)
+
+
+def _linear_recurrence(a):
+    def encode(x):  # h_t = a h_{t-1} + x_t, so ∂h_t/∂x_s = a^(t-s) I for s <= t and 0 otherwise
+        h, out = torch.zeros_like(x[:, 0]), []
+        for t in range(x.shape[1]):
+            h = a * h + x[:, t]
+            out.append(h)
+        return torch.stack(out, 1)
+    return encode
+
+
+def test_influence_by_distance_exact_on_known_jacobians():
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(6, 3, generator=g), torch.randn(4, 3, generator=g)]
+    mean, pairs = influence_by_distance(_linear_recurrence(0.7), inputs, probes=3)
+    assert pairs.tolist() == [10, 16, 12, 8, 4, 2]  # ordered pairs (t, s) at each distance, both sentences
+    want = torch.tensor([3 ** 0.5] + [0.7 ** k * 3 ** 0.5 / 2 for k in range(1, 6)], dtype=torch.float64)
+    assert torch.allclose(mean, want, atol=1e-6)  # ‖a^k I_3‖ = a^k √3, and half the pairs (s > t) are 0
+    mix = lambda x: x.mean(1, keepdim=True).expand_as(x) * 2  # every output sees every input alike: flat
+    mean, _ = influence_by_distance(mix, [torch.randn(5, 4, generator=g)], probes=2, max_distance=3)
+    assert mean.shape == (4,) and torch.allclose(mean, torch.full((4,), 2 / 5 * 2.0, dtype=torch.float64))
+
+
+def test_influence_by_distance_estimates_the_frobenius_norm():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 5), nn.Tanh())
+    mixer = torch.randn(4, 4)
+    encode = lambda x: net(torch.einsum("ts,bsd->btd", mixer, x))  # (B, 4, 3) -> (B, 4, 5)
+    x = torch.randn(4, 3)
+    J = torch.autograd.functional.jacobian(lambda x: encode(x[None])[0], x)  # (4, 5, 4, 3)
+    norms = J.pow(2).sum((1, 3)).sqrt()  # (t, s)
+    dist = (torch.arange(4)[:, None] - torch.arange(4)[None]).abs()
+    want = torch.stack([norms[dist == k].mean() for k in range(4)]).double()
+    got, _ = influence_by_distance(encode, [x], probes=4000)
+    assert torch.allclose(got, want, rtol=0.05)
+    with pytest.raises(ValueError, match="probes"):
+        influence_by_distance(encode, [x], probes=0)
+    with pytest.raises(ValueError, match=r"\(S, D_in\)"):
+        influence_by_distance(encode, [x[None]])

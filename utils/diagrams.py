@@ -9,7 +9,8 @@ One function per diagram, each returning a :class:`matplotlib.figure.Figure`:
 - :func:`transformer_layers`          the encoder layer and the decoder layer, post-LN or pre-LN (notebook 07);
 - :func:`kv_cache`                    one generation step with a key/value cache (notebooks 08 and 09);
 - :func:`online_softmax`              attention over keys in blocks with a running max and sum (notebook 10);
-- :func:`grouped_query_heads`         query heads sharing key/value heads (notebook 10).
+- :func:`grouped_query_heads`         query heads sharing key/value heads (notebook 10);
+- :func:`data_parallel`               DistributedDataParallel: replicas, batch shards, all-reduce (notebook 10).
 
 The symbols are those of the notebooks and of ``utils``: rows are positions (``X`` is (T, D),
 ``Q = X W_Q``), the scores ``Q Kᵀ`` are (T_q, T_k), masks are boolean with True = may attend, the
@@ -42,6 +43,7 @@ __all__ = [
     "kv_cache",
     "online_softmax",
     "grouped_query_heads",
+    "data_parallel",
 ]
 
 # (fill, edge) per role: light fills, dark edges, black text.
@@ -664,4 +666,40 @@ def grouped_query_heads(num_heads: int = 8, num_kv_heads: int = 2) -> Figure:
     kind = "multi-head" if G == H else "multi-query" if G == 1 else "grouped-query"
     _text(ax, 6.2, 0.3, f"{kind} attention: {H} query heads share {G} key/value heads; "
           f"cache {H // G}x smaller than multi-head", fs=12)
+    return fig
+
+
+def data_parallel(num_processes: int = 2) -> Figure:
+    """Data parallelism as ``DistributedDataParallel`` runs it (``utils.distributed.train_gpt`` under ``torchrun``):
+    each of ``num_processes`` (2-4) processes holds a replica of the model with the same weights θ and takes its
+    own shard of B windows of the global batch of N·B; forward and backward give each rank its gradient g_r;
+    an all-reduce averages them, so every rank takes the same optimizer step with g = mean_r g_r and the
+    replicas stay identical: the step of one process with the whole batch."""
+    if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 4:
+        raise ValueError(f"num_processes must be an int from 2 to 4 (the ranks drawn), got {num_processes!r}")
+    N = num_processes
+    fig, ax = _canvas(11.0, 4.4)
+    top, bottom = 3.55, 0.75
+    pitch = (top - bottom) / N
+    ys = [top - pitch * (r + 0.5) for r in range(N)]
+    h = min(0.6, pitch - 0.15)
+    cols = dict(shard=1.8, model=3.95, grad=6.1, reduce=7.85, step=9.7)
+    for name, text in (("shard", f"batch of {N}·B windows"), ("model", "model replica"),
+                       ("grad", "forward, backward"), ("reduce", "all-reduce"), ("step", "optimizer step")):
+        _text(ax, cols[name], 4.05, text, fs=12, weight="bold")
+    reduce = _box(ax, cols["reduce"], (top + bottom) / 2, 1.3, top - bottom, "", role="norm")
+    _text(ax, reduce.cx, reduce.cy + 0.25, "average", fs=12)
+    _text(ax, reduce.cx, reduce.cy - 0.2, r"$g = \frac{1}{N}\sum_r g_r$", fs=13)
+    for r, y in enumerate(ys):
+        _text(ax, 0.38, y, f"rank {r}", fs=12)
+        shard = _box(ax, cols["shard"], y, 1.8, h, f"shard {r}: B windows", role="token", fs=12)
+        model = _box(ax, cols["model"], y, 1.75, h, r"GPT, weights $\theta$", role="op", fs=12)
+        grad = _box(ax, cols["grad"], y, 1.75, h, f"loss$_{r}$ → $g_{r}$", role="attention", fs=12)
+        step = _box(ax, cols["step"], y, 1.75, h, r"$\theta \leftarrow$ step$(\theta, g)$", role="op", fs=12)
+        _arrow(ax, shard.right, model.left)
+        _arrow(ax, model.right, grad.left)
+        _arrow(ax, grad.right, (reduce.cx - reduce.w / 2, y), color=COLORS["attention"][1])
+        _arrow(ax, (reduce.cx + reduce.w / 2, y), step.left, color=COLORS["norm"][1])
+    _text(ax, 5.5, 0.3, "every rank gets the same g, so the replicas stay identical: "
+          "one step of a single process with batch N·B", fs=12)
     return fig

@@ -107,7 +107,8 @@ def train_gpt(model: GPT, train: torch.Tensor, *, steps: int, batch_size: int, l
               info: DistInfo | None = None, bf16: bool = True, log_every: int = 0, clip: float = 1.0) -> dict:
     """Train ``model`` on the token ids ``train`` for ``steps`` steps; ``batch_size`` windows **per
     process**. With ``info.world_size`` > 1 (after :func:`init_distributed`) the model is wrapped in
-    DDP. Returns ``{"losses": [...], "seconds": s, "tokens": n}`` (tokens seen by all processes)."""
+    DDP. Returns ``{"losses": [...], "seconds": s, "cpu_seconds": c, "tokens": n}`` (wall-clock seconds, this
+    process's CPU seconds, which a busy machine disturbs far less, and the tokens seen by all processes)."""
     info = info or DistInfo(device=next(model.parameters()).device)
     if steps < 0 or batch_size < 1:
         raise ValueError(f"need steps >= 0 and batch_size >= 1, got {steps} and {batch_size}")
@@ -116,7 +117,7 @@ def train_gpt(model: GPT, train: torch.Tensor, *, steps: int, batch_size: int, l
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.1)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1), pct_start=0.1)
     g = torch.Generator().manual_seed(seed)
-    losses, t0 = [], time.perf_counter()
+    losses, t0, c0 = [], time.perf_counter(), time.process_time()
     model.train()
     for step in range(1, steps + 1):
         x, y = get_batch(train, T, N * batch_size, g)                         # the global batch (N·B, T)
@@ -133,4 +134,4 @@ def train_gpt(model: GPT, train: torch.Tensor, *, steps: int, batch_size: int, l
         losses.append(loss.item())
         if log_every and info.is_main and (step % log_every == 0 or step == steps):
             print(f"step {step:5d}: loss {loss.item():.3f}, {time.perf_counter() - t0:.0f} s", flush=True)
-    return {"losses": losses, "seconds": time.perf_counter() - t0, "tokens": steps * N * batch_size * T}
+    return {"losses": losses, "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "tokens": steps * N * batch_size * T}

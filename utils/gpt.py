@@ -110,6 +110,7 @@ class GPTConfig:
     bias: bool = True          # biases in the linear layers and norms
     pos: str = "learned"       # "learned", "sinusoidal" (added to the embeddings) or "rope" (rotates q and k)
     n_kv_head: int | None = None  # key/value heads (grouped-query attention); None = n_head
+    mlp_hidden: int | None = None  # SwiGLU's hidden width; None = swiglu_hidden(d_model)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -121,6 +122,9 @@ class GPTConfig:
                               ("pos", ("learned", "sinusoidal", "rope"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.mlp_hidden is not None and (self.mlp != "swiglu" or self.mlp_hidden < 1):
+            raise ValueError(f"mlp_hidden sets SwiGLU's width: it needs mlp='swiglu' and a value >= 1, "
+                             f"got mlp={self.mlp!r}, mlp_hidden={self.mlp_hidden}")
         kv = self.kv_heads
         if kv < 1 or self.n_head % kv:
             raise ValueError(f"n_head ({self.n_head}) must be a multiple of n_kv_head ({kv})")
@@ -166,7 +170,7 @@ class Block(nn.Module):
         if cfg.mlp == "gelu":
             self.mlp = MLP(cfg.d_model, cfg.dropout, bias=cfg.bias)
         else:
-            self.mlp = SwiGLU(cfg.d_model, swiglu_hidden(cfg.d_model), cfg.dropout, bias=cfg.bias)
+            self.mlp = SwiGLU(cfg.d_model, cfg.mlp_hidden or swiglu_hidden(cfg.d_model), cfg.dropout, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.dropout)
         self.attn_weights: torch.Tensor | None = None
 
@@ -292,7 +296,7 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
     if cfg.mlp == "gelu":
         mlp = 8 * d * d + b * 5 * d
     else:
-        h = swiglu_hidden(d)
+        h = cfg.mlp_hidden or swiglu_hidden(d)
         mlp = 3 * d * h + b * (2 * h + d)
     pos = cfg.block_size * d if cfg.pos == "learned" else 0
     return cfg.vocab_size * d + pos + cfg.n_layer * (2 * norm + attn + mlp) + norm

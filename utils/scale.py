@@ -10,7 +10,10 @@ Top to bottom:
   groups of query heads (multi-query attention when 1, multi-head attention when ``num_heads``);
   :func:`kv_cache_bytes_per_token` is the size of the cache that saves;
 - :func:`rope_angles` and :func:`apply_rotary`: rotary position embeddings (RoPE);
-- :class:`RMSNorm` and :class:`SwiGLU`: the normalisation and feed-forward layer of LLaMA-style blocks.
+- :class:`RMSNorm` and :class:`SwiGLU`: the normalisation and feed-forward layer of LLaMA-style blocks;
+  :func:`matched_swiglu_hidden` picks SwiGLU's width so that a GPT has a given number of parameters;
+- :func:`influence_by_distance`: how strongly an encoder's output at position t depends on its input at
+  position s (the norm of the Jacobian block ∂h_t/∂x_s), by distance |t − s| (path length, measured).
 
 Masks follow :mod:`utils.attention`: boolean, True = may attend; a query with nothing to attend to
 gets a zero output.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +35,7 @@ from utils.attention import check_mask
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
            "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
-           "peak_memory"]
+           "matched_swiglu_hidden", "peak_memory", "influence_by_distance"]
 
 
 def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,
@@ -211,6 +214,24 @@ def swiglu_hidden(d_model: int, multiple_of: int = 16) -> int:
     return multiple_of * math.ceil(h / multiple_of)
 
 
+def matched_swiglu_hidden(cfg, target_params: int) -> int:
+    """The SwiGLU width h that brings a :class:`utils.gpt.GPT` with config ``cfg`` (``mlp="swiglu"``) closest
+    to ``target_params`` parameters (ties: the smaller h). The count is linear in h (each unit adds
+    3·d weights per block, and 2 biases with ``bias=True``), so h is that line solved for the target and
+    rounded to the nearest integer: every other setting of ``cfg`` is kept."""
+    from dataclasses import replace
+
+    from utils.gpt import gpt_parameter_count  # utils.gpt imports this module
+
+    if cfg.mlp != "swiglu":
+        raise ValueError(f"matched_swiglu_hidden sets SwiGLU's width: cfg.mlp must be 'swiglu', got {cfg.mlp!r}")
+    c1, c2 = (gpt_parameter_count(replace(cfg, mlp_hidden=h)) for h in (1, 2))
+    per_unit = c2 - c1  # parameters per hidden unit, over all blocks
+    h = 1 + (target_params - c1) / per_unit
+    h = max(1, math.floor(h) if h - math.floor(h) <= 0.5 else math.ceil(h))
+    return h
+
+
 class SwiGLU(nn.Module):
     """Gated feed-forward layer: down(silu(gate(x)) * up(x)), (B, T, d) -> (B, T, h) -> (B, T, d)."""
 
@@ -260,3 +281,47 @@ def peak_memory(fn: Callable[[], Any]) -> tuple[Any, int]:
     with _PeakMemory() as tracker:
         result = fn()
     return result, tracker.peak
+
+
+def influence_by_distance(encode: Callable[[torch.Tensor], torch.Tensor], inputs: Sequence[torch.Tensor],
+                          probes: int = 32, seed: int = 0, max_distance: int | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """How strongly an encoder's output at position t depends on its input at position s, by distance |t − s|.
+
+    ``encode`` maps inputs (B, S, D_in) to outputs (B, S, D_out) (every position of every row, no padding);
+    ``inputs`` is a list of (S, D_in) tensors, one per sentence (lengths may differ). For each sentence and
+    each pair (t, s) the influence is the Frobenius norm ‖∂h_t/∂x_s‖ of that (D_out, D_in) block of the
+    Jacobian, estimated with ``probes`` random ±1 vectors v (E‖vᵀJ‖² = ‖J‖², exact for a multiple of the
+    identity): one backward pass per probe and output position, all in one batch per sentence.
+
+    Returns ``(mean, pairs)``, both (max_distance + 1,): the mean influence over all pairs at each distance
+    (nan where there are none) and how many pairs were averaged."""
+    if probes < 1:
+        raise ValueError(f"probes must be >= 1, got {probes}")
+    if not inputs:
+        raise ValueError("inputs must hold at least one (S, D_in) tensor")
+    longest = max(x.shape[0] for x in inputs)
+    max_distance = longest - 1 if max_distance is None else max_distance
+    total, pairs = torch.zeros(max_distance + 1, dtype=torch.float64), torch.zeros(max_distance + 1, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed)
+    for x in inputs:
+        if x.dim() != 2:
+            raise ValueError(f"each input must be (S, D_in), got shape {tuple(x.shape)}")
+        S = x.shape[0]
+        xb = x.detach()[None].repeat(S * probes, 1, 1).requires_grad_(True)  # (S·P, S, D_in): row (t, p)
+        with torch.enable_grad():
+            out = encode(xb)  # (S·P, S, D_out)
+            if out.shape[:2] != (S * probes, S):
+                raise ValueError(f"encode must return (B, S, D_out) = ({S * probes}, {S}, ...), got {tuple(out.shape)}")
+            v = torch.randint(0, 2, (S, probes, out.shape[-1]), generator=g).to(out) * 2 - 1  # (S, P, D_out) ±1
+            pick = torch.zeros(S, probes, S, out.shape[-1], dtype=out.dtype, device=out.device)
+            pick[torch.arange(S), :, torch.arange(S)] = v  # row (t, p) probes output position t only
+            (grad,) = torch.autograd.grad(out, xb, pick.reshape(S * probes, S, -1))  # (S·P, S, D_in): vᵀ ∂h_t/∂x_s
+        sq = grad.double().pow(2).sum(-1).reshape(S, probes, S).mean(1)  # (t, s): estimate of ‖∂h_t/∂x_s‖²
+        infl = sq.sqrt().cpu()
+        dist = (torch.arange(S)[:, None] - torch.arange(S)[None]).abs()  # (t, s) -> |t - s|
+        keep = dist <= max_distance
+        total.index_add_(0, dist[keep], infl[keep])
+        pairs.index_add_(0, dist[keep], torch.ones_like(dist[keep]))
+    mean = torch.where(pairs > 0, total / pairs.clamp(min=1), torch.full_like(total, float("nan")))
+    return mean, pairs
