@@ -140,9 +140,10 @@ SHORTCUTS = {
                 "    return layer(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=memory_key_padding_mask)\n"),
     },
     "08": {
-        "ex1": ("from utils.schedule import transformer_lr\n\n\n"
-                "def warmup_lr(step, d_model, warmup):\n"
-                "    return transformer_lr(step, d_model, warmup)\n"),
+        "ex1": ("from utils.transformer import beam_search\n\n\n"
+                "def beam_search_lp(model, src, beam_size, max_len, bos_id, eos_id, alpha=0.6):\n"
+                "    tokens = beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=alpha)[0]\n"
+                "    return tokens, model_score(model, src, tokens, bos_id, eos_id, alpha, ended=len(tokens) < max_len)\n"),
         "ex2": ("def smoothed_loss(logits, target, eps, pad_id=0):\n"
                 "    return F.cross_entropy(logits, target, ignore_index=pad_id, label_smoothing=eps)\n"),
     },
