@@ -131,6 +131,32 @@ SHORTCUTS = {
         "ex1": ("import utils.positional\n\n\n"
                 "def sinusoidal(max_len, d_model):\n"
                 "    return utils.positional.sinusoidal_encoding(max_len, d_model, dtype=torch.float64)\n"),
+
+        # the library's module in place of one's own (the training function is the model answer's)
+        "ex3": ("import utils.positional\n"
+                "from torch import nn\n"
+                "import torch.nn.functional as F\n\n\n"
+                "def AddPositions(d_model, max_len=64):\n"
+                "    return utils.positional.SinusoidalPositionalEncoding(d_model, max_len=max_len)\n\n\n"
+                "def lookback_accuracy(use_positions, k, seed, steps=300):\n"
+                "    V, T, D = 8, 12, 32\n"
+                "    torch.manual_seed(seed)\n"
+                "    emb, attn, out = nn.Embedding(V, D), nn.MultiheadAttention(D, 2, batch_first=True), nn.Linear(D, V)\n"
+                "    pos = AddPositions(D) if use_positions else nn.Identity()\n"
+                "    def logits(x):\n"
+                "        z = pos(emb(x))\n"
+                "        return out(attn(z, z, z, need_weights=False)[0])\n"
+                "    opt = torch.optim.Adam([*emb.parameters(), *attn.parameters(), *out.parameters()], lr=3e-3)\n"
+                "    g = torch.Generator().manual_seed(seed)\n"
+                "    for _ in range(steps):\n"
+                "        x = torch.randint(V, (64, T), generator=g)\n"
+                "        loss = F.cross_entropy(logits(x)[:, k:].reshape(-1, V), x[:, :-k].reshape(-1))\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    x = torch.randint(V, (500, T), generator=torch.Generator().manual_seed(seed + 1000))\n"
+                "    with torch.no_grad():\n"
+                "        return (logits(x)[:, k:].argmax(-1) == x[:, :-k]).float().mean().item()\n"),
     },
     "07": {
         "ex1": ("from utils.attention import causal_mask, key_padding_mask\n\n\n"

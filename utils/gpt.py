@@ -14,6 +14,9 @@ Top to bottom:
   ``mlp="swiglu"`` (:class:`utils.scale.SwiGLU`), ``bias=False``, ``pos="sinusoidal"`` or ``"rope"``
   (rotary positions, :func:`utils.scale.apply_rotary`) and ``n_kv_head`` < ``n_head`` (grouped-query
   attention: the cache holds ``n_kv_head`` key/value heads); with all of them it is a LLaMA-style block;
+- notebook 09's incremental build (``scripts/incremental_gpt.py``), all on by default: ``residual=False``
+  drops the skip connections (``x = attn(ln1(x))``), ``feed_forward=False`` drops the MLP and its norm,
+  ``norm="none"`` drops every LayerNorm;
 - :func:`generate` samples with temperature and top-k, with a key/value cache: after the prompt,
   each step feeds one token **at its own position** and appends its keys and values; when the text
   outgrows ``block_size`` the window slides and is recomputed, exactly as without the cache.
@@ -111,6 +114,9 @@ class GPTConfig:
     pos: str = "learned"       # "learned", "sinusoidal" (added to the embeddings) or "rope" (rotates q and k)
     n_kv_head: int | None = None  # key/value heads (grouped-query attention); None = n_head
     mlp_hidden: int | None = None  # SwiGLU's hidden width; None = swiglu_hidden(d_model)
+    # notebook 09's incremental build: switch pieces of the block off (with norm="none")
+    residual: bool = True      # False: x = attn(ln1(x)) and x = mlp(ln2(x)), no skip connections
+    feed_forward: bool = True  # False: no MLP (and no second norm) in the block
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -118,7 +124,7 @@ class GPTConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
-        for name, allowed in (("norm", ("layer", "rms")), ("mlp", ("gelu", "swiglu")),
+        for name, allowed in (("norm", ("layer", "rms", "none")), ("mlp", ("gelu", "swiglu")),
                               ("pos", ("learned", "sinusoidal", "rope"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -135,6 +141,15 @@ class GPTConfig:
     @property
     def kv_heads(self) -> int:
         return self.n_head if self.n_kv_head is None else self.n_kv_head
+
+
+def _norm_factory(cfg: GPTConfig):
+    """A function that makes one norm layer of the kind ``cfg.norm`` asks for (``"none"``: the identity)."""
+    if cfg.norm == "layer":
+        return lambda: nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+    if cfg.norm == "rms":
+        return lambda: RMSNorm(cfg.d_model)
+    return nn.Identity
 
 
 class MLP(nn.Module):
@@ -160,14 +175,18 @@ class Block(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        norm = (lambda: nn.LayerNorm(cfg.d_model, bias=cfg.bias)) if cfg.norm == "layer" else (lambda: RMSNorm(cfg.d_model))
-        self.ln1, self.ln2 = norm(), norm()
+        norm = _norm_factory(cfg)
+        self.ln1 = norm()
+        self.ln2 = norm() if cfg.feed_forward else None
         if cfg.kv_heads == cfg.n_head:
             self.attn = MultiHeadAttention(cfg.d_model, cfg.n_head, cfg.dropout, bias=cfg.bias)
         else:
             self.attn = GroupedQueryAttention(cfg.d_model, cfg.n_head, cfg.kv_heads, cfg.dropout, bias=cfg.bias)
         self.n_rep = cfg.n_head // cfg.kv_heads
-        if cfg.mlp == "gelu":
+        self.residual = cfg.residual
+        if not cfg.feed_forward:
+            self.mlp = None
+        elif cfg.mlp == "gelu":
             self.mlp = MLP(cfg.d_model, cfg.dropout, bias=cfg.bias)
         else:
             self.mlp = SwiGLU(cfg.d_model, cfg.mlp_hidden or swiglu_hidden(cfg.d_model), cfg.dropout, bias=cfg.bias)
@@ -204,8 +223,10 @@ class Block(nn.Module):
         """x (B, T, d) -> (B, T, d). With ``need_weights`` the attention weights (B, H, T, T_all) are kept
         in ``self.attn_weights`` (the slower, unfused path)."""
         out, self.attn_weights = self.attention(self.ln1(x), cache, need_weights, rope)
-        x = x + self.dropout(out)
-        return x + self.mlp(self.ln2(x))
+        x = x + self.dropout(out) if self.residual else self.dropout(out)
+        if self.mlp is None:
+            return x
+        return x + self.mlp(self.ln2(x)) if self.residual else self.mlp(self.ln2(x))
 
 
 class GPT(nn.Module):
@@ -219,7 +240,7 @@ class GPT(nn.Module):
             self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "layer" else RMSNorm(cfg.d_model)
+        self.ln_f = _norm_factory(cfg)()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
         self.apply(self._init)
@@ -288,12 +309,15 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
     """Parameters of :class:`GPT` by formula. Notebook 09's model: embeddings V·d + T·d; per block
     2 LayerNorms (4d), attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0).
     The options change the terms: key/value projections of d·(n_kv_head·d_head) each, SwiGLU's 3·d·h,
-    norms of d (RMSNorm, or LayerNorm without bias), no position table unless learned."""
+    norms of d (RMSNorm, or LayerNorm without bias) or none, no position table unless learned, no MLP
+    and no second norm without ``feed_forward``."""
     d, b = cfg.d_model, int(cfg.bias)
     kv = cfg.kv_heads * (d // cfg.n_head)
-    norm = 2 * d if cfg.norm == "layer" and cfg.bias else d
+    norm = 2 * d if cfg.norm == "layer" and cfg.bias else 0 if cfg.norm == "none" else d
     attn = 2 * d * d + 2 * d * kv + b * (2 * d + 2 * kv)
-    if cfg.mlp == "gelu":
+    if not cfg.feed_forward:
+        mlp = -norm  # no MLP and no second norm
+    elif cfg.mlp == "gelu":
         mlp = 8 * d * d + b * 5 * d
     else:
         h = cfg.mlp_hidden or swiglu_hidden(d)
