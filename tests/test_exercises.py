@@ -45,3 +45,21 @@ def test_checks_fail_on_the_student_stub(path):
         elif "raise NotImplementedError" not in cell.source:
             assert not errors, f"setup cell of the exercise section fails on its own:\n{cell.source[:300]}\n{errors}"
     assert checks > 0
+
+
+TRAINS = (".backward(", "optim.")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_an_exercise_section_that_trains_sets_the_threads_first(path):
+    """nbgrader's autograde runs only the Exercises section (scripts/nbgrader_course.py), so the
+    notebook's set-up cell, which calls ``set_cpu_threads()``, never runs there. Without it PyTorch
+    takes both cores of a 2-core machine, and beside another process a training step waits on a
+    descheduled thread: 06's solution took 307 s to autograde instead of 17 s."""
+    code = [c.source for c in exercise_section(read(path)).cells if c.cell_type == "code"]
+    trains = [i for i, src in enumerate(code) if any(k in src for k in TRAINS)]
+    if not trains:
+        return
+    sets = [i for i, src in enumerate(code) if "set_cpu_threads()" in src]
+    assert sets and sets[0] <= trains[0], (
+        f"the Exercises section trains (code cell {trains[0]} of the section) before it calls set_cpu_threads()")
