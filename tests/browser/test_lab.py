@@ -1,7 +1,7 @@
 """The course as a learner meets it: each notebook opened in JupyterLab in Chromium, run with
 Run → Run All Cells, its outputs and explorers checked on the page, and its RISE slideshow.
 
-`make test-browser` runs all nine notebooks; COURSE_BROWSER_NOTEBOOKS="04 06" runs a subset
+`make test-browser` runs all ten notebooks; COURSE_BROWSER_NOTEBOOKS="04 06" runs a subset
 (CI does, see .ci/run). Fixtures are in conftest.py."""
 
 from __future__ import annotations
