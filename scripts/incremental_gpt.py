@@ -24,7 +24,6 @@ import math
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from utils.data import load_tiny_shakespeare  # noqa: E402
+from utils.distributed import train_gpt  # noqa: E402
 from utils.gpt import GPT, CharTokenizer, GPTConfig, get_batch, gpt_parameter_count, split_text, text_loss  # noqa: E402
 from utils.training import set_seed  # noqa: E402
 
@@ -58,24 +58,14 @@ def config(stage: str, vocab_size: int) -> GPTConfig:
 
 
 def train_one(cfg: GPTConfig, parts: dict, seed: int, steps: int) -> dict:
-    """Notebook 09's training loop (without its periodic estimates, which draw no random numbers)."""
+    """Notebook 09's training loop, ``utils.distributed.train_gpt`` in one process (float32; without the
+    notebook's periodic estimates, which draw no random numbers)."""
     set_seed(seed)
     model = GPT(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=TRAIN["lr"], betas=(0.9, 0.99), weight_decay=0.1)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=TRAIN["lr"], total_steps=steps, pct_start=0.1)
-    g = torch.Generator().manual_seed(seed)
-    t0 = time.perf_counter()
-    model.train()
-    for _ in range(steps):
-        _, loss = model(*get_batch(parts["train"], cfg.block_size, TRAIN["batch"], g))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-    seconds = time.perf_counter() - t0
-    return dict(val_loss=text_loss(model, parts["val"]), train_loss_last_batch=loss.item(),
-                train_seconds=round(seconds, 1), params=sum(p.numel() for p in model.parameters()))
+    run = train_gpt(model, parts["train"], steps=steps, batch_size=TRAIN["batch"], lr=TRAIN["lr"], seed=seed,
+                    bf16=False)
+    return dict(val_loss=text_loss(model, parts["val"]), train_loss_last_batch=run["losses"][-1],
+                train_seconds=round(run["seconds"], 1), params=sum(p.numel() for p in model.parameters()))
 
 
 def claim(path: Path) -> bool:
