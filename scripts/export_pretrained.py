@@ -3,9 +3,12 @@
     python scripts/train_translation.py --model transformer --out runs_full/transformer   # a GPU: ~2 min
     python scripts/export_pretrained.py --name transformer --checkpoint runs_full/transformer/best.pt \\
         --results runs_full/transformer/results.json
+    python scripts/export_pretrained.py --name attention --weights int8 \\
+        --checkpoint runs_full/attention/best.pt --results runs_full/attention/results.json
 
 Reads the best checkpoint written by ``scripts/train_translation.py`` (or the same
-state with float16 weights), writes ``pretrained/<name>.safetensors`` (float16) and
+state with float16 weights), writes ``pretrained/<name>.safetensors`` (float16, or
+``--weights int8``: int8 matrices with per-row scales, half the size) and
 ``pretrained/<name>.json`` (config, vocabularies, recipe, training provenance from
 ``results.json``), then loads them back exactly as a learner does
 (:func:`utils.pretrained.load_pretrained`, float32 on the CPU) and scores
@@ -26,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from utils.pretrained import MANIFEST, build_model, load_pretrained, pretrained_dir, save_pretrained  # noqa: E402
+from utils.pretrained import MANIFEST, WEIGHTS, build_model, load_pretrained, pretrained_dir, save_pretrained  # noqa: E402
 from utils.text import Vocab  # noqa: E402
 from utils.translation import TranslationData, evaluate_bleu, prepare_translation  # noqa: E402
 
@@ -54,6 +57,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--checkpoint", required=True, help="best.pt of a scripts/train_translation.py run")
     p.add_argument("--results", required=True, help="results.json of the same run (provenance)")
     p.add_argument("--slice", type=int, default=SLICE, help="test sentences in the quick re-score")
+    p.add_argument("--weights", choices=WEIGHTS, default="float16",
+                   help="storage: float16, or int8 with per-row scales (half the size; the GRU models)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
     training["epoch"] = extra.get("epoch")
     training["test_as_trained"] = results["test"]
     folder = pretrained_dir()
-    files = save_pretrained(folder, args.name, kind, model, extra["config"], src_vocab, tgt_vocab,
+    files = save_pretrained(folder, args.name, kind, model, extra["config"], src_vocab, tgt_vocab, weights=args.weights,
                             recipe=results["recipe"], data=results["data"], training=training,
                             made_by="scripts/train_translation.py, then scripts/export_pretrained.py")
     manifest_path = folder / MANIFEST
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
     manifest[args.name] = dict(files=files, bleu={})
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
-    pt = load_pretrained(args.name)  # as a learner loads it: checksums, float16 -> float32, CPU
+    pt = load_pretrained(args.name)  # as a learner loads it: checksums, stored weights -> float32, CPU
     data = prepare_translation("de", "en", min_freq=results["data"]["min_freq"], vocabs=(pt.src_vocab, pt.tgt_vocab))
     manifest[args.name]["bleu"] = score(pt, data, args.slice)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

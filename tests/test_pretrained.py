@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from utils.pretrained import MANIFEST, PretrainedError, available, load_pretrained, pretrained_dir, save_pretrained
+from utils.pretrained import (MANIFEST, PretrainedError, available, dequantize_int8, load_pretrained, pretrained_dir,
+                              quantize_int8, save_pretrained)
+from utils.rnn import Seq2Seq
 from utils.text import SPECIALS, Vocab
 from utils.translation import evaluate_bleu, prepare_translation
 from utils.transformer import Transformer, TransformerConfig
@@ -17,8 +19,10 @@ from utils.transformer import Transformer, TransformerConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 NAMES = ["attention", "transformer"]
+# the slice's greedy BLEU is well above what the notebooks' small live models reach (about 10-15)
+FLOOR = {"attention": 30, "seq2seq": 20, "transformer": 30}
 # Greedy decoding of the same weights on other kernels could flip a rare near-tie. Measured spread:
-# none (40.10 and 34.05 under ATEN_CPU_CAPABILITY=default and avx2, 1 and 2 threads; the H200's
+# none (40.10 and 33.94 under ATEN_CPU_CAPABILITY=default and avx2, 1 and 2 threads; the H200's
 # full-test scores equal the CPU's to the hundredth). The margin allows a few flipped tokens.
 BLEU_TOLERANCE = 0.5
 
@@ -49,7 +53,7 @@ def test_rescored_slice_matches_the_manifest(name, data):
     expected = pt.info["bleu"]["slice"]
     r = evaluate_bleu(pt.decode_fn("greedy"), data.head(expected["first"]), "test")
     assert abs(r.tokenized.score - expected["tokenized_bleu"]) <= BLEU_TOLERANCE, (r.tokenized.score, expected)
-    assert r.tokenized.score > 30  # these are the models that translate well
+    assert r.tokenized.score > FLOOR[name]  # these are the models that translate well
 
 
 def test_models_translate_a_sentence(data):
@@ -123,3 +127,58 @@ def test_readme_states_the_manifest_figures():
         for figure in (f"{b['greedy']['tokenized_bleu']:.2f} / {b['greedy']['sacrebleu']:.2f}",
                        f"{b[beam]['tokenized_bleu']:.2f} / {b[beam]['sacrebleu']:.2f}", f"{b['slice']['tokenized_bleu']:.2f}"):
             assert figure in row, (name, figure, row)
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (3, 4, 2), (1, 1)])
+def test_int8_round_trip_error_is_at_most_half_a_step_per_row(shape):
+    torch.manual_seed(0)
+    w = torch.randn(shape) * torch.logspace(-3, 1, shape[0]).view((-1,) + (1,) * (len(shape) - 1))
+    w[0] = 0.0  # a padding row
+    q, scale = quantize_int8(w)
+    assert q.dtype == torch.int8 and scale.dtype == torch.float16 and scale.shape == (shape[0],)
+    back = dequantize_int8({"w": q, "w.int8_scale": scale})["w"]
+    assert back.dtype == torch.float32 and back.shape == w.shape
+    assert torch.all(back[0] == 0)
+    step = scale.float().view((-1,) + (1,) * (len(shape) - 1))
+    assert torch.all((back - w).abs() <= step / 2 + 1e-6 * w.abs().max())
+    assert q.abs().max() <= 127 and torch.equal(q.flatten(1).abs().amax(1)[1:] >= 126, torch.ones(shape[0] - 1, dtype=torch.bool))
+
+
+def test_int8_needs_its_scales_and_a_matrix():
+    q, scale = quantize_int8(torch.randn(4, 3))
+    with pytest.raises(PretrainedError, match=r"int8 tensor w \(4, 3\) needs per-row scales w.int8_scale of shape \(4,\)"):
+        dequantize_int8({"w": q}, "x.safetensors")
+    with pytest.raises(PretrainedError, match=r"per-row scales"):
+        dequantize_int8({"w": q, "w.int8_scale": scale[:3]})
+    with pytest.raises(PretrainedError, match=r"no tensor 'v'"):
+        dequantize_int8({"w": q, "w.int8_scale": scale, "v.int8_scale": scale})
+    with pytest.raises(ValueError, match=r"at least 2 dimensions"):
+        quantize_int8(torch.randn(4))
+    with pytest.raises(ValueError, match=r"weights must be one of"):
+        save_pretrained(Path("unused"), "x", "rnn", torch.nn.Linear(2, 2), {}, Vocab(list(SPECIALS)), Vocab(list(SPECIALS)),
+                        weights="int4")
+
+
+def test_int8_save_and_load_round_trip(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    cfg = dict(src_vocab_size=11, tgt_vocab_size=13, emb_dim=8, enc_hidden=6, dec_hidden=12, bidirectional=True,
+               attention=None, dropout=0.0)
+    model = Seq2Seq(**cfg).eval()
+    src, tgt = Vocab([*SPECIALS, *"abcdefg"]), Vocab([*SPECIALS, *"hijklmnop"])
+    files = save_pretrained(tmp_path, "tiny", "rnn", model, cfg, src, tgt, weights="int8", recipe={"beam": 2})
+    (tmp_path / MANIFEST).write_text(json.dumps({"tiny": {"files": files, "bleu": {}}}))
+    monkeypatch.setenv("COURSE_PRETRAINED_DIR", str(tmp_path))
+    pt = load_pretrained("tiny")
+    assert pt.info["weights"] == "int8"
+    from safetensors.torch import load_file
+
+    stored = load_file(str(tmp_path / "tiny.safetensors"))
+    for k, a in model.state_dict().items():
+        b = pt.model.state_dict()[k]
+        if a.dim() >= 2:
+            assert stored[k].dtype == torch.int8
+            step = stored[k + ".int8_scale"].float().view((-1,) + (1,) * (a.dim() - 1))
+            assert torch.all((b - a).abs() <= step / 2 + 1e-6), k
+        else:
+            assert stored[k].dtype == torch.float16
+            torch.testing.assert_close(b, a.half().float(), msg=k)

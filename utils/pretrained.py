@@ -4,11 +4,14 @@ The notebooks train small models live (that is the lesson about training) and lo
 these for everything about *what a model learned*: alignment maps, per-head maps,
 explorers, beam search against greedy. Each model is two files in ``pretrained/``:
 
-- ``<name>.safetensors``: the weights in float16 (no pickle: nothing runs on load);
+- ``<name>.safetensors``: the weights (no pickle: nothing runs on load), in float16, or with
+  ``weights="int8"`` every matrix as int8 with one float16 scale per row (embeddings per token,
+  linear and recurrent layers per output unit; vectors stay float16): half the size, and on
+  the course's GRU models within 0.1 BLEU of float16;
 - ``<name>.json``: the model's config, both vocabularies, the recipe and how it was trained;
 
 and ``pretrained/MANIFEST.json`` records each file's SHA-256 and size, and the BLEU
-each model scores on test_2016_flickr (measured on the CPU from the float16 weights by
+each model scores on test_2016_flickr (measured on the CPU from the stored weights by
 ``scripts/export_pretrained.py``). :func:`load_pretrained` checks both files against
 the manifest before it reads them.
 
@@ -30,9 +33,11 @@ from .data import REPO_ROOT, _sha256  # the data cache's streaming SHA-256
 from .text import Vocab
 
 __all__ = ["PretrainedError", "Pretrained", "pretrained_dir", "available", "load_pretrained", "build_model",
-           "save_pretrained", "MANIFEST"]
+           "save_pretrained", "quantize_int8", "dequantize_int8", "MANIFEST"]
 
 MANIFEST = "MANIFEST.json"
+SCALE = ".int8_scale"  # suffix of the key holding an int8 tensor's per-row scales
+WEIGHTS = ("float16", "int8")
 
 
 class PretrainedError(RuntimeError):
@@ -109,7 +114,8 @@ def build_model(kind: str, config: dict) -> nn.Module:
 def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained:
     """Load a shipped model by name (see :func:`available`), checksums checked first.
 
-    The float16 weights are loaded into a float32 model in eval mode on ``device``.
+    The stored weights (float16, or int8 with per-row scales) are loaded into a float32
+    model in eval mode on ``device``.
     Raises :class:`PretrainedError` for an unknown name or a missing or corrupted file.
     """
     from safetensors.torch import load_file
@@ -120,7 +126,7 @@ def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained
         raise PretrainedError(f"no pretrained model {name!r}; available: {sorted(manifest)}")
     entry = manifest[name]
     meta = json.loads(_verified(folder, entry, f"{name}.json").read_text())
-    weights = load_file(_verified(folder, entry, f"{name}.safetensors"))
+    weights = dequantize_int8(load_file(_verified(folder, entry, f"{name}.safetensors")), f"{name}.safetensors")
     model = build_model(meta["kind"], meta["config"])
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = set(meta.get("tied", {}))
@@ -128,9 +134,44 @@ def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained
         raise PretrainedError(f"{name}.safetensors does not fit its config: missing {sorted(set(missing) - tied)}, "
                               f"unexpected {sorted(unexpected)}")
     model.to(device).eval()
-    info = {**meta, "bleu": entry["bleu"], "files": entry["files"]}
+    info = {"weights": "float16", **meta, "bleu": entry["bleu"], "files": entry["files"]}
     info.pop("src_vocab"), info.pop("tgt_vocab")
     return Pretrained(name, model, Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"]), info)
+
+
+def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 per row: ``w ≈ q * scale`` with ``q`` (R, ...) int8 in [-127, 127] and
+    ``scale`` (R,) float16 = max |row| / 127 (rounded to float16 first, so ``q`` is rounded against
+    the scale that is stored). An all-zero row (a padding embedding) gets scale 0 and stays zero."""
+    if not w.is_floating_point() or w.dim() < 2:
+        raise ValueError(f"quantize_int8 expects a floating tensor with at least 2 dimensions, got {w.dtype} {tuple(w.shape)}")
+    w = w.detach().float()
+    scale = (w.flatten(1).abs().amax(1) / 127).half()                        # (R,)
+    shape = (-1,) + (1,) * (w.dim() - 1)
+    safe = torch.where(scale == 0, torch.ones_like(scale), scale).float().view(shape)
+    q = torch.round(w / safe).clamp(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def dequantize_int8(state: dict[str, torch.Tensor], source: str = "the weights") -> dict[str, torch.Tensor]:
+    """Undo :func:`quantize_int8` for every int8 tensor that has a ``<key>.int8_scale`` entry
+    (float32 results); other tensors pass through. An int8 tensor without its scales, or scales
+    of the wrong length, raise :class:`PretrainedError`."""
+    out = {}
+    for k, v in state.items():
+        if k.endswith(SCALE):
+            if k[: -len(SCALE)] not in state:
+                raise PretrainedError(f"{source}: {k} has no tensor {k[: -len(SCALE)]!r} to scale")
+            continue
+        if v.dtype == torch.int8:
+            scale = state.get(k + SCALE)
+            if scale is None or scale.shape != (v.shape[0],):
+                raise PretrainedError(f"{source}: int8 tensor {k} {tuple(v.shape)} needs per-row scales "
+                                      f"{k + SCALE} of shape ({v.shape[0]},), got "
+                                      f"{None if scale is None else tuple(scale.shape)}")
+            v = v.float() * scale.float().view((-1,) + (1,) * (v.dim() - 1))
+        out[k] = v
+    return out
 
 
 def _tied_names(model: nn.Module) -> dict[str, str]:
@@ -147,21 +188,33 @@ def _tied_names(model: nn.Module) -> dict[str, str]:
 
 
 def save_pretrained(folder: Path, name: str, kind: str, model: nn.Module, config: dict, src_vocab: Vocab,
-                    tgt_vocab: Vocab, **meta) -> dict:
-    """Write ``<name>.safetensors`` (float16, shared tensors once) and ``<name>.json``;
+                    tgt_vocab: Vocab, weights: str = "float16", **meta) -> dict:
+    """Write ``<name>.safetensors`` (shared tensors once; ``weights``: ``"float16"``, or ``"int8"``
+    for every matrix as int8 with per-row float16 scales, :func:`quantize_int8`) and ``<name>.json``;
     return their manifest ``files`` entry. ``config`` rebuilds the model with
     :func:`build_model`; ``meta``: recipe, training provenance, …"""
     from safetensors.torch import save_file
 
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     folder.mkdir(parents=True, exist_ok=True)
     tied = _tied_names(model)
-    state = {k: (v.detach().half() if v.is_floating_point() else v.detach()).cpu().contiguous()
-             for k, v in model.state_dict().items() if k not in tied}
+    state = {}
+    for k, v in model.state_dict().items():
+        if k in tied:
+            continue
+        v = v.detach().cpu()
+        if weights == "int8" and v.is_floating_point() and v.dim() >= 2:
+            state[k], state[k + SCALE] = quantize_int8(v)
+        else:
+            state[k] = v.half() if v.is_floating_point() else v
+    state = {k: v.contiguous() for k, v in state.items()}
     files = {}
     for filename, write in (
-        (f"{name}.safetensors", lambda p: save_file(state, str(p), metadata={"format": "pt", "course_model": name})),
+        (f"{name}.safetensors", lambda p: save_file(state, str(p), metadata={"format": "pt", "course_model": name,
+                                                                            "weights": weights})),
         (f"{name}.json", lambda p: p.write_text(json.dumps(
-            dict(name=name, kind=kind, config=config, tied=tied, **meta,
+            dict(name=name, kind=kind, config=config, tied=tied, weights=weights, **meta,
                  src_vocab=src_vocab.to_list(), tgt_vocab=tgt_vocab.to_list()), indent=1) + "\n")),
     ):
         path = folder / filename
