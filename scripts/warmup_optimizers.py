@@ -2,7 +2,7 @@
 Adam (β = 0.9, 0.98, ε = 1e-9), each with and without a linear warm-up, over a grid of peak learning
 rates and several seeds. Written to ``runs/warmup/results.json``; notebook 08 loads and shows it.
 
-Each run: notebook 08's copy-task model and data (a post-LN ``utils.transformer.Transformer``,
+Each run: notebook 08's copy-task model and data (``utils.copytask``: a post-LN ``utils.transformer.Transformer``,
 symbols a-j, sequences of 3-10 symbols, batches of 64 drawn from 5,000 training pairs), ``STEPS``
 optimiser steps, gradients clipped at norm 1 (``utils.training.fit``'s default). The learning rate is
 the peak rate times a schedule that decays linearly to 2 % over the last 80 % of the steps; with
@@ -29,55 +29,24 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from utils.text import collate_pairs, make_sequence_task  # noqa: E402
-from utils.training import fit, set_seed  # noqa: E402
-from utils.transformer import Transformer, TransformerConfig, greedy_decode, translation_loss  # noqa: E402
+from utils.copytask import copy_task, exact_match, train_copy  # noqa: E402
 
 LRS = {"adam": [1e-3, 3e-3, 1e-2, 3e-2], "sgd": [0.03, 0.1, 0.3, 1.0]}
 
 
-def copy_data(seed: int, n_train: int = 5000, n_test: int = 200):
-    src, tgt, vocab = make_sequence_task("copy", n=n_train + n_test, min_len=3, max_len=10, num_symbols=10, seed=seed)
-    pairs = list(zip(src, tgt))
-    return pairs[:n_train], pairs[n_train:], vocab
-
-
-def schedule(steps: int, warmup: bool):
-    w = steps // 5
-
-    def factor(s: int) -> float:  # s = optimiser steps taken so far (LambdaLR's convention)
-        decay = max(0.02, (steps - s) / (steps - w))
-        return min((s + 1) / w, decay) if warmup else min(1.0, decay)
-    return factor
-
-
 def run(opt_name: str, lr: float, warmup: bool, seed: int, steps: int, layers: int, d_model: int) -> dict:
-    train, test, vocab = copy_data(seed)
-    set_seed(seed)
-    cfg = TransformerConfig(len(vocab), len(vocab), d_model=d_model, num_heads=4, d_ff=2 * d_model,
-                            num_encoder_layers=layers, num_decoder_layers=layers, dropout=0.0)
-    model = Transformer(cfg)
-    g = torch.Generator().manual_seed(seed)
-    batches = [collate_pairs([train[i] for i in torch.randint(0, len(train), (64,), generator=g).tolist()])
-               for _ in range(steps)]
-    if opt_name == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
-    else:
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(steps, warmup))
+    """One run of the grid (``utils.copytask``'s recipe, notebook 08's), scored."""
     t0 = time.perf_counter()
     try:
-        hist = fit(model, translation_loss, batches, opt, scheduler=sched, progress=False)
-        losses = hist.train_loss
-        diverged = False
+        model, hist = train_copy(seed, opt_name, lr, warmup, steps, layers, d_model)
+        losses, diverged = hist.train_loss, False
     except FloatingPointError:
         losses, diverged = [math.nan], True
     if diverged:
         acc = 0.0
     else:
-        tb = collate_pairs(test)
-        out = greedy_decode(model, tb.src, 12, vocab.bos_id, vocab.eos_id)
-        acc = sum(o == t[1:-1] for o, (_, t) in zip(out, test)) / len(test)
+        _, test, vocab = copy_task(seed)
+        acc = exact_match(model, test, vocab)
     final = float(sum(losses[-20:]) / len(losses[-20:]))
     return dict(optimizer=opt_name, lr=lr, warmup=warmup, seed=seed, exact_match=acc,
                 final_loss=None if math.isnan(final) else final, diverged=diverged,

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from utils.schedule import peak_lr, transformer_adam, transformer_lr, warmup_scheduler
+from utils.schedule import peak_lr, transformer_adam, transformer_lr, warmup_decay, warmup_scheduler
 
 
 @given(d_model=st.integers(1, 4096), warmup=st.integers(1, 10_000), step=st.integers(1, 100_000))
@@ -80,3 +80,48 @@ def test_transformer_adam_without_ramp_starts_at_the_peak():
     assert seen[:10] == pytest.approx([peak_lr(64, 10, 2.0)] * 10)
     assert seen == pytest.approx([transformer_lr(s, 64, 10, 2.0, ramp=False) for s in range(1, 21)])
     assert seen[10:] == pytest.approx([transformer_lr(s, 64, 10, 2.0) for s in range(11, 21)])
+
+
+@pytest.mark.parametrize("steps", [5, 20, 200, 333])
+def test_warmup_decay_rises_then_decays_and_the_arms_differ_only_in_the_warmup(steps):
+    w = steps // 5
+    up, flat = warmup_decay(steps, True), warmup_decay(steps, False)
+    for s in range(steps):
+        decay = max(0.02, (steps - s) / (steps - w))
+        if s < w:
+            assert up(s) == pytest.approx((s + 1) / w) and flat(s) == pytest.approx(min(1.0, decay))
+        else:
+            assert up(s) == flat(s) == pytest.approx(decay)
+    assert max(up(s) for s in range(steps)) == pytest.approx(1.0)  # the peak rate is reached
+    assert up(steps - 1) >= 0.02 and up(10 * steps) == 0.02         # the floor
+
+
+def test_warmup_decay_errors_name_the_arguments():
+    with pytest.raises(ValueError, match="steps=1"):
+        warmup_decay(1)
+    with pytest.raises(ValueError, match="warmup_fraction=1.0"):
+        warmup_decay(10, warmup_fraction=1.0)
+
+
+def test_copy_task_recipe(monkeypatch):
+    import utils.copytask
+    from utils.copytask import copy_task, exact_match, train_copy
+
+    train, test, vocab = copy_task(seed=3, n_train=50, n_test=7)
+    assert len(train) == 50 and len(test) == 7 and copy_task(seed=3, n_train=50, n_test=7)[0] == train
+    for s, t in train + test:
+        assert s[-1] == vocab.eos_id and t[0] == vocab.bos_id and t[1:] == s and 3 <= len(s) - 1 <= 10
+    model, hist = train_copy(seed=0, steps=10, d_model=16)
+    again, hist2 = train_copy(seed=0, steps=10, d_model=16)
+    assert len(hist.train_loss) == 10 and hist.train_loss == hist2.train_loss  # seeded
+    assert 0.0 <= exact_match(model, test, vocab) <= 1.0
+    # exact_match counts the outputs equal to the targets without <bos>/<eos>
+    answers = [t[1:-1] for _, t in test]
+    answers[2] = answers[2][:-1]
+    monkeypatch.setattr(utils.copytask, "greedy_decode", lambda *a, **k: answers)
+    assert exact_match(model, test, vocab) == pytest.approx(6 / 7)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        train_copy(seed=0, optimizer="adamw")
+    with pytest.raises(ValueError, match="at least one pair"):
+        exact_match(model, [], vocab)

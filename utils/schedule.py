@@ -17,7 +17,7 @@ import math
 
 import torch
 
-__all__ = ["transformer_lr", "warmup_scheduler", "transformer_adam", "peak_lr"]
+__all__ = ["transformer_lr", "warmup_scheduler", "transformer_adam", "peak_lr", "warmup_decay"]
 
 
 def transformer_lr(step: int, d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True) -> float:
@@ -60,3 +60,20 @@ def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0, ram
 def peak_lr(d_model: int, warmup: int, factor: float = 1.0) -> float:
     """The schedule's highest rate, reached at ``step == warmup``: factor / √(d_model · warmup)."""
     return factor / math.sqrt(d_model * warmup)
+
+
+def warmup_decay(steps: int, warmup: bool = True, warmup_fraction: float = 0.2, floor: float = 0.02):
+    """A ``LambdaLR`` factor for a short run of ``steps`` optimiser steps (notebook 08's copy task,
+    ``scripts/warmup_optimizers.py``): the peak rate times a linear decay to ``floor`` over the steps
+    after the first ``w = int(steps · warmup_fraction)``; with ``warmup`` it also rises linearly over
+    those first ``w`` steps (``min(rise, decay)``), without it starts at the peak. The two differ only in
+    the first ``w`` steps. The argument ``s`` is the number of optimiser steps taken so far."""
+    w = int(steps * warmup_fraction + 1e-9)  # steps // 5 for the default, without float round-off
+    if steps < 2 or not 1 <= w < steps:
+        raise ValueError(f"need steps >= 2 and 1 <= steps * warmup_fraction < steps, got steps={steps}, "
+                         f"warmup_fraction={warmup_fraction}")
+
+    def factor(s: int) -> float:
+        decay = max(floor, (steps - s) / (steps - w))
+        return min((s + 1) / w, decay) if warmup else min(1.0, decay)
+    return factor
