@@ -7,7 +7,7 @@ explorers, beam search against greedy. Each model is two files in ``pretrained/`
 - ``<name>.safetensors``: the weights (no pickle: nothing runs on load), in float16, or with
   ``weights="int8"`` every matrix as int8 with one float16 scale per row (embeddings per token,
   linear and recurrent layers per output unit; vectors stay float16): half the size, and on
-  the course's GRU models within 0.1 BLEU of float16;
+  the course's two GRU models within 0.1 BLEU of the weights before quantizing;
 - ``<name>.json``: the model's config, both vocabularies, the recipe and how it was trained;
 
 and ``pretrained/MANIFEST.json`` records each file's SHA-256 and size, and the BLEU
