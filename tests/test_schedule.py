@@ -112,9 +112,8 @@ def test_copy_task_recipe(monkeypatch):
     for s, t in train + test:
         assert s[-1] == vocab.eos_id and t[0] == vocab.bos_id and t[1:] == s and 3 <= len(s) - 1 <= 10
     model, hist = train_copy(seed=0, steps=10, d_model=16)
-    again, hist2 = train_copy(seed=0, steps=10, d_model=16)
+    _, hist2 = train_copy(seed=0, steps=10, d_model=16)
     assert len(hist.train_loss) == 10 and hist.train_loss == hist2.train_loss  # seeded
-    assert 0.0 <= exact_match(model, test, vocab) <= 1.0
     # exact_match counts the outputs equal to the targets without <bos>/<eos>
     answers = [t[1:-1] for _, t in test]
     answers[2] = answers[2][:-1]
