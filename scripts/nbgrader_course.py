@@ -41,6 +41,8 @@ from nbgrader.preprocessors import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tag_exercises import unwrap_details  # noqa: E402
 EXERCISES_HEADING = "## exercises"
@@ -83,23 +85,124 @@ class ClearReleaseMetadata(NbGraderPreprocessor):
 
 
 class ExerciseSectionExecute(Execute):
-    """Execute only the ``## Exercises`` section (every cell, when a notebook has none).
+    """Execute only the ``## Exercises`` section (every cell, when a notebook has none), then have
+    a separate judge process decide every graded code cell (``utils/grading.py``).
 
-    The cells before it keep the (cleared) state they arrived in. A section that needs
-    something from earlier in the notebook fails here, which is what the course's
-    convention (the section is self-contained) rules out.
+    The cells before the section keep the (cleared) state they arrived in. A section that needs
+    something from earlier in the notebook fails here, which is what the course's convention (the
+    section is self-contained) rules out.
+
+    The student's kernel only records: its hidden blocks write what the student's code returned on
+    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). Then ``python -I -m
+    utils.grading judge`` runs the trusted *source* notebook's section (set-up cells and model answers,
+    no student code) in a new process, which recomputes the inputs and the references, loads the
+    records and returns a verdict per graded cell over a pipe. A graded code cell keeps its points
+    only with the verdict "passed" (and no error of its own): otherwise the judge's reason is put
+    first in its outputs as an error, which is what nbgrader's ``SaveAutoGrades`` scores as 0.
+    Answer cells that reach for the kernel or the grader (``utils.grading.TAMPER_PATTERNS``) fail
+    every graded cell of the notebook, with the pattern named, for a person to review.
     """
 
     def preprocess(self, nb, resources, km=None):
-        start = exercise_section_start(nb)
-        if not start:
-            return super().preprocess(nb, resources, km=km)
+        import tempfile
+
+        from utils.grading import RECORDS_ENV
+
+        start = exercise_section_start(nb) or 0
         head, nb.cells = nb.cells[:start], nb.cells[start:]
+        records = tempfile.mkdtemp(prefix="course-records-")
+        old = os.environ.get(RECORDS_ENV)
+        os.environ[RECORDS_ENV] = records
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         finally:
             nb.cells = head + nb.cells
+            if old is None:
+                os.environ.pop(RECORDS_ENV, None)
+            else:
+                os.environ[RECORDS_ENV] = old
+        source = self._source_notebook(resources)
+        verdicts = run_judge(source, records, log=self.log) if source else {}
+        # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
+        flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
+        apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
+        shutil.rmtree(records, ignore_errors=True)
         return nb, resources
+
+    def _source_notebook(self, resources):
+        """The instructor's notebook in the course's source folder (nbgrader autograde), else None."""
+        info = resources.get("nbgrader") or {}
+        if not info.get("assignment"):
+            return None
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+        return path if path.is_file() else None
+
+
+def run_judge(source, records, log=None, timeout=900):
+    """Run the judge in a fresh, isolated interpreter (``-I``: no current folder on its path, so a
+    ``utils/`` planted beside a submission is never imported); return grade_id -> None or a reason."""
+    import json
+    import subprocess
+
+    from utils.grading import VERDICTS_LINE
+
+    proc = subprocess.run([sys.executable, "-I", "-m", "utils.grading", "judge", str(source), str(records)],
+                          cwd=str(Path(source).parent), capture_output=True, text=True, timeout=timeout)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith(VERDICTS_LINE)]
+    if proc.returncode != 0 or not lines:
+        message = f"the judge did not finish (exit {proc.returncode}): {proc.stderr[-3000:]}"
+        if log is not None:
+            log.error(message)
+        return {"*": message}
+    return json.loads(lines[-1][len(VERDICTS_LINE):])
+
+
+def tamper_report(nb):
+    """grade_id of an answer cell -> the tamper patterns its source contains."""
+    from utils.grading import tamper_flags
+
+    report = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            found = tamper_flags(cell.source)
+            if found:
+                report[meta.get("grade_id", "?")] = found
+    return report
+
+
+def apply_verdicts(nb, verdicts, flags=None, missing=None):
+    """Write the judge's verdicts into the graded code cells (see ExerciseSectionExecute)."""
+    from nbformat.v4 import new_output
+
+    flagged = "; ".join(f"answer cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade"):
+            continue
+        gid = meta.get("grade_id")
+        if flagged:
+            reason = f"flagged for review, not scored automatically: {flagged} (INSTRUCTORS.md, 'What the grader guarantees')"
+        elif missing:
+            reason = missing
+        elif "*" in verdicts:
+            reason = verdicts["*"]
+        elif gid not in verdicts:
+            reason = f"the judge returned no verdict for {gid}"
+        else:
+            reason = verdicts[gid]
+        # no execute_result survives: nbgrader would read a number there as partial credit
+        outputs = [o if o.output_type != "execute_result" else
+                   new_output("stream", name="stdout", text=str(o.get("data", {}).get("text/plain", "")) + "\n")
+                   for o in cell.outputs]
+        if reason is None:
+            cell.outputs = outputs + [new_output("stream", name="stdout", text="judge: passed\n")]
+        else:
+            cell.outputs = [new_output("error", ename="JudgeFailed", evalue=reason,
+                                       traceback=[f"judge: failed: {reason}"])] + outputs
 
 
 # nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.

@@ -1,56 +1,196 @@
-"""utils.grading.forbid: the hidden tests' switch that makes the course's own implementations unusable."""
+"""utils.grading: the record format, the call detector, hidden_check's three modes and the judge."""
 
 from __future__ import annotations
 
+import importlib.util
+import math
+import sys
+import types
+
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import utils.attention
-from utils.attention import scaled_dot_product_attention as imported_by_name
-from utils.grading import forbid
+import utils.grading as grading
+from utils.grading import (CANARY_PYTHON, CANARY_TORCH, ForbiddenCall, Watch, check_log, forbidden_names,
+                           from_bytes, hidden_check, judge_notebook, tamper_flags, to_bytes)
+
+SDPA = [(F, "scaled_dot_product_attention"), utils.attention.scaled_dot_product_attention]
 
 
-def test_a_python_function_is_caught_under_any_name_and_restored():
-    q = torch.randn(1, 2, 4)
-    with forbid(utils.attention.scaled_dot_product_attention):
-        for call in (lambda: imported_by_name(q, q, q), lambda: utils.attention.scaled_dot_product_attention(q, q, q)):
-            with pytest.raises(AssertionError, match="write it yourself.*scaled_dot_product_attention"):
-                call()
-    out, _ = imported_by_name(q, q, q)
-    assert out.shape == (1, 2, 4)
+def test_the_record_format_round_trips_tensors_numbers_and_nesting():
+    obj = {"out": torch.randn(2, 3, dtype=torch.float64), "mask": torch.tensor([True, False]),
+           "losses": [1.5, 2.0, float("inf")], "n": 3, "big": 2 ** 70, "flags": [True, None, "text"],
+           "state": {"W.weight": torch.arange(6.0).reshape(2, 3)}, "pair": (torch.ones(1), 4)}
+    back = from_bytes(to_bytes(obj))
+    assert back["out"].dtype == torch.float64 and torch.equal(back["out"], obj["out"])
+    assert back["mask"].dtype == torch.bool and back["losses"] == [1.5, 2.0, float("inf")]
+    assert back["n"] == 3 and isinstance(back["n"], int) and back["big"] == 2 ** 70
+    assert back["flags"] == [True, None, "text"] and torch.equal(back["state"]["W.weight"], obj["state"]["W.weight"])
+    assert isinstance(back["pair"], list) and back["pair"][1] == 4
 
 
-def test_builtins_and_inherited_methods_are_caught_and_restored():
-    layer = nn.TransformerDecoderLayer(8, 2, batch_first=True)
+def test_the_record_format_refuses_modules_and_other_objects_by_path():
+    with pytest.raises(TypeError, match=r"got\.model: record the module's state_dict"):
+        to_bytes({"model": nn.Linear(2, 2)})
+    with pytest.raises(TypeError, match=r"got\[1\].*lambda|function"):
+        to_bytes([1, lambda: 0])
+
+
+def _log(fn):
+    with Watch() as w:
+        fn()
+        canary = w.canary()
+    return w.log[:len(w.log) - len(canary)], canary
+
+
+q = torch.randn(1, 2, 4)
+SDPA_NAMES = forbidden_names(SDPA)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: F.scaled_dot_product_attention(q, q, q),
+    lambda: torch.ops.aten.scaled_dot_product_attention(q, q, q),
+    lambda: torch._C._nn.scaled_dot_product_attention(q, q, q),
+    lambda: utils.attention.scaled_dot_product_attention(q, q, q),
+    lambda: types.FunctionType(utils.attention.scaled_dot_product_attention.__code__,
+                               utils.attention.scaled_dot_product_attention.__globals__, "mine",
+                               utils.attention.scaled_dot_product_attention.__defaults__)(q, q, q),
+], ids=["F", "aten", "C", "utils", "clone"])
+def test_the_detector_sees_a_forbidden_call_under_any_name(call):
+    log, canary = _log(call)
+    with pytest.raises(ForbiddenCall, match="scaled_dot_product_attention"):
+        check_log(log, canary, SDPA_NAMES)
+
+
+def test_the_detector_sees_a_second_copy_of_a_utils_module():
+    spec = importlib.util.spec_from_file_location("copy_of_attention", utils.attention.__file__)
+    mine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mine)
+    log, canary = _log(lambda: mine.scaled_dot_product_attention(q, q, q))
+    with pytest.raises(ForbiddenCall):
+        check_log(log, canary, SDPA_NAMES)
+
+
+def test_a_forbidden_class_covers_its_private_methods_and_copies_of_its_forward():
+    layer = nn.TransformerEncoderLayer(8, 2, batch_first=True, dropout=0.0)
     x = torch.randn(1, 3, 8)
-    with forbid((F, "one_hot"), (nn.TransformerDecoderLayer, "forward")):
-        with pytest.raises(AssertionError, match="one_hot"):
-            F.one_hot(torch.tensor([1]), 3)
-        with pytest.raises(AssertionError, match="forward"):
-            layer(x, x)
-    assert F.one_hot(torch.tensor([1]), 3).tolist() == [[0, 1, 0]]
-    assert layer(x, x).shape == (1, 3, 8)
+    names = forbidden_names([nn.TransformerEncoderLayer])
+    for call in (lambda: layer(x), lambda: layer._sa_block(x, None, None), lambda: layer._ff_block(x)):
+        log, canary = _log(call)
+        with pytest.raises(ForbiddenCall):
+            check_log(log, canary, names)
 
-    class Child(nn.Linear):
-        pass
-
-    with forbid((Child, "forward")):  # inherited: shadowed, then removed again
-        with pytest.raises(AssertionError):
-            Child(2, 2)(torch.ones(1, 2))
-    assert "forward" not in Child.__dict__
-    assert Child(2, 2)(torch.ones(1, 2)).shape == (1, 2)
+    class Mine(nn.Module):  # holds a copy of the forbidden forward
+        forward = nn.TransformerEncoderLayer.forward
+    log, canary = _log(lambda: Mine.forward(layer, x))
+    with pytest.raises(ForbiddenCall):
+        check_log(log, canary, names)
 
 
-def test_restored_even_when_the_block_raises():
-    with pytest.raises(ValueError):
-        with forbid((F, "one_hot")):
-            raise ValueError("boom")
-    assert F.one_hot(torch.tensor([0]), 1).tolist() == [[1]]
+def test_an_honest_implementation_passes_and_the_canary_is_seen():
+    log, canary = _log(lambda: (q @ q.transpose(-2, -1) / math.sqrt(4)).softmax(-1) @ q)
+    check_log(log, canary, SDPA_NAMES)
+    assert CANARY_TORCH in canary and CANARY_PYTHON in canary
 
 
-def test_refuses_what_it_cannot_switch_off():
-    with pytest.raises(TypeError, match="plain Python functions or"):
-        with forbid(F.one_hot):
-            pass
+def test_a_detector_switched_off_is_itself_a_failure():
+    with pytest.raises(ForbiddenCall, match="switched off"):
+        with Watch() as w:
+            sys.setprofile(None)                      # what student code that found the watch could do
+            w._mode.__exit__(None, None, None)
+            canary = w.canary()
+        check_log(w.log, canary, SDPA_NAMES)
+
+
+def test_refuses_targets_it_cannot_recognise():
+    with pytest.raises(TypeError, match="pairs, Python functions or classes"):
+        forbidden_names([42])
+    with pytest.raises(TypeError, match="not a function of utils or torch.nn"):
+        forbidden_names([lambda: 0])
+
+
+def _check(got_fn, judge, monkeypatch, mode, tmp_path, forbid=()):
+    inputs = lambda: {"x": torch.arange(4.0)}  # noqa: E731
+    run = lambda x: {"y": got_fn(x["x"])}  # noqa: E731
+    if mode == "record":
+        monkeypatch.setenv(grading.RECORDS_ENV, str(tmp_path))
+    hidden_check("ex9_check", inputs, run, judge, forbid=forbid)
+
+
+def _judge_double(x, got):
+    assert torch.equal(got["y"], 2 * x["x"]), "doubled"
+
+
+def test_self_check_mode_raises_on_a_wrong_answer_and_passes_a_right_one(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv(grading.RECORDS_ENV, raising=False)
+    monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+    _check(lambda t: 2 * t, _judge_double, monkeypatch, "self", tmp_path)
+    assert "hidden tests passed" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="doubled"):
+        _check(lambda t: 3 * t, _judge_double, monkeypatch, "self", tmp_path)
+
+
+def test_record_mode_compares_nothing_and_the_judge_decides(monkeypatch, tmp_path):
+    monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+    _check(lambda t: 3 * t, _judge_double, monkeypatch, "record", tmp_path)   # wrong, but no error here
+    assert (tmp_path / "ex9_check.safetensors").is_file()
+    monkeypatch.delenv(grading.RECORDS_ENV)
+    monkeypatch.setenv(grading.JUDGE_ENV, str(tmp_path))
+    with pytest.raises(AssertionError, match="doubled"):
+        hidden_check("ex9_check", lambda: {"x": torch.arange(4.0)}, None, _judge_double)
+    (tmp_path / "ex9_check.safetensors").unlink()
+    with pytest.raises(AssertionError, match="no record"):
+        hidden_check("ex9_check", lambda: {"x": torch.arange(4.0)}, None, _judge_double)
+
+
+def _notebook(answer: str, check_body: str):
+    nb = nbformat.v4.new_notebook()
+    grade = {"grade": True, "grade_id": "ex1_check", "points": 1, "solution": False, "locked": True}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## Exercises"),
+        nbformat.v4.new_code_cell("import torch"),
+        nbformat.v4.new_code_cell(answer, metadata={"nbgrader": {"grade": False, "grade_id": "ex1", "solution": True}}),
+        nbformat.v4.new_code_cell("# CHECK · 1 point\n_ = double(torch.ones(1))\n### BEGIN HIDDEN TESTS\n"
+                                  + check_body + "\n### END HIDDEN TESTS", metadata={"nbgrader": grade}),
+    ]
+    return nb
+
+
+CHECK = '''\
+from utils.grading import hidden_check
+def inputs():
+    return {"x": torch.arange(5.0)}
+def run(x):
+    return double(x["x"])
+def judge(x, got):
+    assert torch.equal(got, double(x["x"])), "the model answer doubles"
+hidden_check("ex1_check", inputs, run, judge)'''
+
+
+def test_the_judge_runs_the_source_and_decides_from_the_records(monkeypatch, tmp_path):
+    """The judge process runs the trusted source (its model answer), never the student's code."""
+    source = tmp_path / "source.ipynb"
+    nbformat.write(_notebook("def double(t):\n    return 2 * t", CHECK), source)
+    records = tmp_path / "records"
+    records.mkdir()
+    monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+    monkeypatch.setenv(grading.RECORDS_ENV, str(records))
+    for student, verdict in ((lambda t: 2 * t, None), (lambda t: 2 * t + 1e-3, "the model answer doubles")):
+        monkeypatch.setenv(grading.RECORDS_ENV, str(records))
+        monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+        exec(CHECK, {"torch": torch, "double": student})   # what the student's kernel runs: record only
+        got = judge_notebook(source, records)
+        monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+        assert list(got) == ["ex1_check"]
+        assert (got["ex1_check"] is None) if verdict is None else (verdict in got["ex1_check"])
+
+
+def test_the_static_screen_names_what_reaches_for_the_kernel():
+    assert tamper_flags("def f(model):\n    model.eval()\n    return train_retrieval(model)") == []
+    assert tamper_flags("get_ipython().ast_transformers.append(x)") == ["get_ipython", "ast_transformers"]
+    assert "torch._C" in tamper_flags("with torch._C.DisableTorchFunction(): pass")
+    assert "eval(" in tamper_flags("y = eval('1')")

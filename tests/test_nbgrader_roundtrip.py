@@ -29,6 +29,7 @@ from notebook_utils import NOTEBOOKS, ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_student import student_version  # noqa: E402
 from nbgrader_course import build_course  # noqa: E402
+from grading_attacks import attacks_for  # noqa: E402
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
@@ -191,6 +192,27 @@ SHORTCUTS = {
 }
 
 
+def chosen_attacks(path, source):
+    """The adversarial submissions for a notebook: all under `make test-grading`
+    (COURSE_GRADING_ATTACKS=all), the ones marked fast otherwise."""
+    first = next(grade_id(c) for c in source.cells
+                 if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+    every = attacks_for(path.name[:2], first)
+    if os.environ.get("COURSE_GRADING_ATTACKS", "fast") == "all":
+        return every
+    return [a for a in every if a.fast]
+
+
+def attack_submission(released, attack):
+    nb = nbformat.from_dict(released)
+    known = {grade_id(c) for c in nb.cells}
+    assert set(attack.answers) <= known, f"{attack.name}: no answer cell {set(attack.answers) - known}"
+    for cell in nb.cells:
+        if grade_id(cell) in attack.answers:
+            cell.source = attack.answers[grade_id(cell)]
+    return nb
+
+
 def chosen_notebooks():
     names = os.environ.get("COURSE_GRADING_NOTEBOOKS", "07 10").split()
     if names == ["all"]:
@@ -242,12 +264,20 @@ def course(tmp_path_factory):
         students = {"stub": released, "solution": submission(released, source)}
         if p.name[:2] in SHORTCUTS:
             students["shortcut"] = submission(released, source, SHORTCUTS[p.name[:2]])
+        scan = {}
+        for i, attack in enumerate(chosen_attacks(p, source)):
+            students[f"attack{i:02d}"] = attack_submission(released, attack)
+            scan[f"attack{i:02d}"] = attack.scan
         for student, nb in students.items():
             folder = root / "submitted" / student / aid
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / p.name)
             t = time.time()
-            result = api.autograde(aid, student, force=True, create=True)
+            os.environ["COURSE_GRADING_SCAN"] = "on" if scan.get(student, True) else "off"
+            try:
+                result = api.autograde(aid, student, force=True, create=True)
+            finally:
+                os.environ.pop("COURSE_GRADING_SCAN", None)
             assert result["success"], f"autograde {aid} {student} failed:\n{result.get('error')}\n{result.get('log')}"
             graded[aid, student] = time.time() - t
     for (aid, student), s in graded.items():
@@ -300,7 +330,37 @@ def test_solutions_score_full_marks_and_hidden_tests_ran(course):
         assert hidden, f"{p.name}: no hidden tests in the autograded notebook"
         for cell in hidden:
             text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-            assert "correct" in text and not any(o.output_type == "error" for o in cell.outputs), cell.source[:200]
+            assert "recorded for the judge" in text and "judge: passed" in text, cell.source[:200]
+            assert not any(o.output_type == "error" for o in cell.outputs), cell.source[:200]
+
+
+def test_every_adversarial_submission_scores_zero_on_what_it_attacks(course):
+    """Each attack scores 0 on the cells it is aimed at, with the static screen off unless the attack
+    is one only the screen can see; where the kernel itself raised no error on an attacked cell, the
+    attack got past the kernel and only the judge stopped it (that is reported, and must be most)."""
+    root, paths = course
+    tried = judged = 0
+    for p in paths:
+        source = nbformat.read(p, as_version=4)
+        for i, attack in enumerate(chosen_attacks(p, source)):
+            student = f"attack{i:02d}"
+            got = scores(root, p.stem, p.stem, student)
+            auto = {k: v for k, v in got.items() if v[2] == "code"}
+            aimed = list(auto) if attack.attacked == ["*"] else attack.attacked
+            assert set(aimed) <= set(auto), f"{p.name} {attack.name}: unknown cells {set(aimed) - set(auto)}"
+            for cid in aimed:
+                assert auto[cid][0] == 0, f"{p.name} {attack.name}: scores {auto[cid][0]}/{auto[cid][1]} on {cid}"
+            for cid in attack.honest:
+                assert auto[cid][0] == auto[cid][1], f"{p.name} {attack.name}: the honest part {cid} lost its points"
+            nb = autograded(root, p.stem, student, p.name)
+            for cell in nb.cells:
+                if grade_id(cell) in aimed and cell.cell_type == "code":
+                    errors = [o for o in cell.outputs if o.output_type == "error"]
+                    assert errors and errors[0].ename == "JudgeFailed", (p.name, attack.name, grade_id(cell))
+                    judged += len(errors) == 1
+            tried += 1
+            print(f"{p.name} class {attack.kind}: {attack.name}: 0 on {len(aimed)} cells")
+    print(f"{tried} adversarial submissions; {judged} attacked cells where the kernel showed no error")
 
 
 def test_every_known_shortcut_scores_zero_on_the_hidden_tests(course):
@@ -315,12 +375,9 @@ def test_every_known_shortcut_scores_zero_on_the_hidden_tests(course):
         for exercise in shortcuts:
             hidden = {grade_id(c) for c in source.cells if HIDDEN in c.source}
             checks = check_ids(source, exercise)
-            assert set(checks) & hidden, f"{p.name} {exercise}: no hidden test"
+            assert checks and set(checks) <= hidden, f"{p.name} {exercise}: a check cell without a hidden check"
             for cid in checks:
                 score, top, _ = got[cid]
-                if cid in hidden:
-                    assert score == 0, f"{p.name} {exercise}: the shortcut scores {score}/{top} on {cid}"
-                else:
-                    assert score == top, f"{p.name} {exercise}: the shortcut should pass the visible check {cid}"
+                assert score == 0, f"{p.name} {exercise}: the shortcut scores {score}/{top} on {cid}"
             tried += 1
     assert tried == sum(len(SHORTCUTS.get(p.name[:2], {})) for p in paths)

@@ -1,62 +1,451 @@
-"""Helpers for the exercises' hidden tests (nbgrader ``### BEGIN HIDDEN TESTS``).
+"""The exercises' hidden checks: the student's kernel computes, a separate judge decides.
 
-An exercise that asks for a function the course already ships (in ``utils`` or PyTorch) is
-graded with those functions switched off: ``forbid`` makes every call to them raise, whatever
-name the student imported them under, so a one-line call scores nothing while an implementation
-passes. ``tests/test_nbgrader_roundtrip.py`` submits each known shortcut and requires it to fail.
+nbgrader scores a check cell by the absence of an error in the student's own kernel, after the
+student's code has run there: an answer cell can silence that kernel, patch ``torch.allclose``, or
+read the expected value from the test. So the course never decides a grade in that kernel. Every
+graded check cell ends in one hidden block (``### BEGIN HIDDEN TESTS``, removed from the release)
+that calls :func:`hidden_check` with four things::
+
+    def inputs():            # the hidden inputs, from seeds: run in the kernel and again by the judge
+        g = torch.Generator().manual_seed(14)
+        return {"q": torch.randn(3, 4, 16, generator=g), ...}
+
+    def run(x):              # the student's code on them: run in the student's kernel only
+        out, w = attention(x["q"], x["k"], x["v"])
+        return {"out": out, "w": w}
+
+    def judge(x, got):       # run only by the judge, on what run() returned (tensors and numbers)
+        assert torch.allclose(got["w"], (x["q"] @ x["k"].mT / 4).softmax(-1), atol=1e-6), "the weights"
+
+    hidden_check("ex1_check2", inputs, run, judge, forbid=[(F, "scaled_dot_product_attention")])
+
+Three modes, chosen by the environment:
+
+- **self-check** (the course notebook, nbval, a learner with the source): inputs, run, a round trip
+  through the record format, judge, all in this process; a failure raises ``AssertionError``.
+- **record** (``COURSE_GRADING_RECORDS`` set: nbgrader's autograde kernel): inputs and run only; what
+  run() returned is written to ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its
+  metadata: no pickled code). Nothing is compared here, so nothing here can be patched to say "equal".
+- **judge** (``python -m utils.grading judge SOURCE RECORDS OUT``): a fresh process runs the trusted
+  source notebook's ``## Exercises`` section (its set-up cells and model answers, never the student's
+  code), and for each graded check cell the hidden block in judge mode: inputs() again, the record
+  loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
+  forbidden-call check; anything else (no record, an exception, a record of the wrong shape) fails.
+  ``scripts/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
+  cell scores only on a positive verdict.
+
+Forbidden built-ins are found by behaviour: while run() executes, :class:`Watch` logs every PyTorch
+function reached (a ``TorchFunctionMode``: ``torch.ops.aten.*``, the C function behind a wrapper and
+any alias are all seen by name) and every Python function of ``utils`` or ``torch.nn`` entered (by its
+code's file and qualified name: clones, second copies of a module and subclasses holding a copied
+method share the code). After run(), a canary touches both channels; the judge requires the canary in
+the log, so a detector that was switched off is itself a failure. What this cannot see: code that
+switches the detector off and on again around a forbidden call, or that rewrites the record; see
+INSTRUCTORS.md, "What the grader guarantees".
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
+import os
+import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+import torch
+
+RECORDS_ENV = "COURSE_GRADING_RECORDS"
+JUDGE_ENV = "COURSE_GRADING_JUDGE"
+_UTILS_DIR = str(Path(__file__).resolve().parent)
+_TORCH_NN_DIR = str(Path(torch.nn.__file__).resolve().parent)
+CANARY_TORCH = "canary_sentinel_op"      # never a real torch name: the canary calls torch.sin, logged under this alias
+CANARY_PYTHON = "utils/grading.py:_canary"
 
 
 class ForbiddenCall(AssertionError):
-    """Raised by a function that an exercise asks you to write yourself."""
+    """The student's code reached a function that the exercise asks them to write themselves."""
 
 
-def _raiser(name: str) -> types.FunctionType:
-    message = (f"this exercise asks you to write it yourself, but your code called {name}; "
-               "implement it with tensor operations instead")
-    namespace: dict[str, Any] = {}
-    exec(f"def forbidden(*args, **kwargs):\n    raise AssertionError({message!r})\n", namespace)
-    return namespace["forbidden"]
+# ---------------------------------------------------------------------------------------------
+# The record format: tensors in safetensors, everything else in a JSON skeleton.
+
+def pack(obj: Any) -> tuple[dict[str, torch.Tensor], Any]:
+    """Split ``obj`` (dicts with str keys, lists, tuples, tensors, numbers, bools, str, None) into
+    named tensors and a JSON-serialisable skeleton that points at them."""
+    tensors: dict[str, torch.Tensor] = {}
+
+    def walk(o, path):
+        if isinstance(o, torch.Tensor):
+            name = f"t{len(tensors)}"
+            t = o.detach().to("cpu")
+            if t.is_complex() or t.layout != torch.strided:
+                raise TypeError(f"{path}: a record holds dense real tensors, got {t.dtype} {t.layout}")
+            if type(t) is not torch.Tensor:
+                t = t.as_subclass(torch.Tensor)
+            tensors[name] = t.contiguous().clone()
+            return {"__tensor__": name}
+        if isinstance(o, bool) or o is None or isinstance(o, str):
+            return o
+        if isinstance(o, int):
+            return {"__int__": str(o)}
+        if isinstance(o, float):
+            return {"__float__": repr(o)}
+        if isinstance(o, dict):
+            if not all(isinstance(k, str) for k in o):
+                raise TypeError(f"{path}: dict keys in a record must be str")
+            return {"__dict__": {k: walk(v, f"{path}.{k}") for k, v in o.items()}}
+        if isinstance(o, (list, tuple)):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(o)]
+        if isinstance(o, torch.nn.Module):
+            raise TypeError(f"{path}: record the module's state_dict(), not the module itself")
+        raise TypeError(f"{path}: a record holds tensors, numbers, str, None, lists and dicts; got {type(o).__name__}")
+
+    return tensors, walk(obj, "got")
 
 
-@contextlib.contextmanager
-def forbid(*targets: Any) -> Iterator[None]:
-    """Within the block, every call to one of ``targets`` raises ``AssertionError``.
+def unpack(tensors: dict[str, torch.Tensor], skeleton: Any) -> Any:
+    """The inverse of :func:`pack` (plain tensors, ints, floats, lists and dicts)."""
+    def walk(o):
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        if isinstance(o, dict):
+            if "__tensor__" in o:
+                return tensors[o["__tensor__"]]
+            if "__int__" in o:
+                return int(o["__int__"])
+            if "__float__" in o:
+                return float(o["__float__"])
+            if "__dict__" in o:
+                return {k: walk(v) for k, v in o["__dict__"].items()}
+            raise ValueError(f"malformed record skeleton: {o!r}")
+        if o is None or isinstance(o, (bool, str)):
+            return o
+        raise ValueError(f"malformed record skeleton: {o!r}")
+    return walk(skeleton)
 
-    A target is a Python function (its code is swapped, so every reference to it is caught,
-    ``from utils.x import f`` included) or an ``(owner, "attribute")`` pair (a module or class
-    attribute, for PyTorch's built-in functions and methods). Everything is restored on exit.
+
+def to_bytes(obj: Any) -> bytes:
+    from safetensors.torch import save
+
+    tensors, skeleton = pack(obj)
+    return save(tensors, metadata={"skeleton": json.dumps(skeleton)})
+
+
+def from_bytes(data: bytes) -> Any:
+    from safetensors.torch import load  # the format's own reader: no code is unpickled
+
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + header_len])
+    skeleton = json.loads(header.get("__metadata__", {}).get("skeleton", "null"))
+    return unpack(load(data), skeleton)
+
+
+def record_path(directory: str | os.PathLike, grade_id: str) -> Path:
+    if not grade_id.replace("_", "").isalnum():
+        raise ValueError(f"grade_id must be letters, digits and underscores, got {grade_id!r}")
+    return Path(directory) / f"{grade_id}.safetensors"
+
+
+# ---------------------------------------------------------------------------------------------
+# The detector: which PyTorch functions and which utils / torch.nn Python functions a call reaches.
+
+def _canary() -> None:
+    """Called after the student's code, under the watch: both channels must log it."""
+    torch.sin(torch.zeros(1))
+
+
+def _short(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return str(name).rsplit(".", 1)[-1]
+
+
+def _where(code: types.CodeType) -> str | None:
+    path = code.co_filename
+    for root, label in ((_UTILS_DIR, "utils"), (_TORCH_NN_DIR, "torch/nn")):
+        if path.startswith(root):
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            return f"{label}/{rel}:{getattr(code, 'co_qualname', code.co_name)}"
+    return None
+
+
+class Watch:
+    """Context manager: ``log`` gets every torch function name and every utils / torch.nn Python
+    function (``utils/attention.py:scaled_dot_product_attention``) reached inside the block."""
+
+    def __init__(self):
+        self.log: list[str] = []
+        self._seen: set[str] = set()
+
+    def _add(self, name: str) -> None:
+        if name not in self._seen:
+            self._seen.add(name)
+            self.log.append(name)
+
+    def __enter__(self):
+        from torch.overrides import TorchFunctionMode
+
+        watch = self
+
+        class _Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = _short(func)
+                watch._add(CANARY_TORCH if name == "sin" and watch._in_canary else name)
+                return func(*args, **(kwargs or {}))
+
+        self._in_canary = False
+        self._mode = _Mode()
+        self._old_profile = sys.getprofile()
+
+        def profile(frame, event, arg):
+            if event == "call":
+                where = _where(frame.f_code)
+                if where is not None:
+                    watch._add(where)
+
+        sys.setprofile(profile)
+        self._mode.__enter__()
+        return self
+
+    def canary(self) -> list[str]:
+        """Run the canary; return what the log got from it (both channels, when still armed)."""
+        before = len(self.log)
+        self._seen.discard(CANARY_TORCH)
+        self._seen.discard(CANARY_PYTHON)
+        self._in_canary = True
+        try:
+            _canary()
+        finally:
+            self._in_canary = False
+        return self.log[before:]
+
+    def __exit__(self, *exc):
+        try:
+            self._mode.__exit__(*exc)
+        except RuntimeError:  # already popped by the code under watch (the canary has said so)
+            pass
+        finally:
+            sys.setprofile(self._old_profile)
+        return False
+
+
+def forbidden_names(targets: Iterable[Any]) -> dict[str, str]:
+    """What each forbidden target looks like in a :class:`Watch` log -> a readable name.
+
+    A target is ``(owner, "attribute")`` (a torch function or method, e.g. ``(F, "one_hot")``,
+    ``(torch.Tensor, "repeat_interleave")``, or a Python method such as ``(nn.TransformerDecoderLayer,
+    "forward")``), a Python function (``utils.attention.scaled_dot_product_attention``) or a class (every
+    method it defines except ``__init__``: ``forward`` and private helpers such as ``_sa_block``).
     """
-    undo = []
-    try:
-        for target in targets:
-            if isinstance(target, tuple):
-                owner, attr = target
-                missing = object()
-                old = owner.__dict__.get(attr, missing) if isinstance(owner, type) else getattr(owner, attr)
-                name = f"{getattr(owner, '__name__', owner)}.{attr}"
-                setattr(owner, attr, _raiser(name))
+    names: dict[str, str] = {}
 
-                def restore(owner=owner, attr=attr, old=old, missing=missing):
-                    if old is missing:  # inherited: remove the shadowing attribute
-                        delattr(owner, attr)
-                    else:
-                        setattr(owner, attr, old)
-                undo.append(restore)
-            elif isinstance(target, types.FunctionType) and not target.__code__.co_freevars:
-                old_code = target.__code__
-                target.__code__ = _raiser(f"{target.__module__}.{target.__qualname__}").__code__
-                undo.append(lambda target=target, old_code=old_code: setattr(target, "__code__", old_code))
+    def python(fn, label):
+        code = getattr(fn, "__code__", None)
+        where = _where(code) if code is not None else None
+        if where is None:
+            raise TypeError(f"forbid: {label} is not a function of utils or torch.nn")
+        names[where] = label
+
+    for target in targets:
+        if isinstance(target, tuple):
+            owner, attr = target
+            obj = getattr(owner, attr)
+            label = f"{getattr(owner, '__name__', owner)}.{attr}"
+            if isinstance(obj, types.FunctionType):
+                python(obj, label)
             else:
-                raise TypeError(f"forbid() takes plain Python functions or (owner, 'attribute') pairs, got {target!r}")
-        yield
-    finally:
-        for restore in reversed(undo):
-            restore()
+                names[attr] = label
+        elif isinstance(target, type):
+            for attr, obj in vars(target).items():
+                if isinstance(obj, types.FunctionType) and attr not in ("__init__", "__setstate__", "__repr__"):
+                    python(obj, f"{target.__name__}.{attr}")
+        elif isinstance(target, types.FunctionType):
+            python(target, f"{target.__module__}.{target.__qualname__}")
+        else:
+            raise TypeError(f"forbid takes (owner, 'attribute') pairs, Python functions or classes, got {target!r}")
+    return names
+
+
+def check_log(log: list[str], canary: list[str], forbidden: dict[str, str]) -> None:
+    """The judge's reading of a watch log: no forbidden entry, and the canary seen on both channels."""
+    hit = [label for key, label in forbidden.items() if key in log]
+    if hit:
+        raise ForbiddenCall(f"this exercise asks you to write it yourself, but your code called {', '.join(hit)}")
+    missing = [c for c in (CANARY_TORCH, CANARY_PYTHON) if c not in canary]
+    if missing:
+        raise ForbiddenCall("the grader's call detector was switched off while your code ran "
+                            f"(canary not seen: {', '.join(missing)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# The hidden check.
+
+_VERDICTS: dict[str, str | None] = {}   # judge mode: grade_id -> None (passed) or the reason
+
+
+def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], Any],
+                 judge: Callable[[Any, Any], None], forbid: Iterable[Any] = ()) -> None:
+    """One graded check; see the module docstring for the three modes."""
+    forbid = list(forbid)
+    judging = os.environ.get(JUDGE_ENV)
+    if judging:
+        x = inputs()
+        path = record_path(judging, grade_id)
+        if not path.is_file():
+            raise AssertionError(f"{grade_id}: no record (the check cell did not run to its end in the student's kernel)")
+        got = from_bytes(path.read_bytes())
+        _judge(grade_id, x, got, judge, forbid)
+        _VERDICTS[grade_id] = None
+        return
+
+    x = inputs()
+    if forbid:
+        with Watch() as watch:
+            result = run(x)
+            canary = watch.canary()
+        got = {"result": result, "log": watch.log[:len(watch.log) - len(canary)], "canary": canary}
+    else:
+        got = {"result": run(x)}
+    data = to_bytes(got)
+    directory = os.environ.get(RECORDS_ENV)
+    if directory:
+        path = record_path(directory, grade_id)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        print(f"{grade_id}: recorded for the judge (the grade is decided outside this kernel)")
+        return
+    _judge(grade_id, inputs(), from_bytes(data), judge, forbid)
+    print(f"{grade_id}: hidden tests passed")
+
+
+def _judge(grade_id, x, got, judge, forbid):
+    if not isinstance(got, dict) or "result" not in got:
+        raise AssertionError(f"{grade_id}: malformed record")
+    if forbid:
+        log, canary = got.get("log"), got.get("canary")
+        if not (isinstance(log, list) and isinstance(canary, list)):
+            raise AssertionError(f"{grade_id}: the record has no call log")
+        check_log(log, canary, forbidden_names(forbid))
+    judge(x, got["result"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge process.
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def hidden_block(source: str) -> str | None:
+    """The code between the hidden-test markers of a cell (None when it has none)."""
+    lines = source.splitlines()
+    try:
+        start = next(i for i, l in enumerate(lines) if l.strip() == HIDDEN_BEGIN)
+        end = next(i for i, l in enumerate(lines) if l.strip() == HIDDEN_END)
+    except StopIteration:
+        return None
+    return "\n".join(lines[start + 1:end])
+
+
+def exercises_start(cells) -> int | None:
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown" and any(
+                line.strip().lower() == "## exercises" for line in "".join(cell["source"]).splitlines()):
+            return i
+    return None
+
+
+def judge_notebook(source_path: str | os.PathLike, records: str | os.PathLike) -> dict[str, str | None]:
+    """Run the trusted source notebook's Exercises section with the hidden blocks in judge mode.
+
+    Returns grade_id -> None (passed) or the reason it failed, for every graded code cell."""
+    import contextlib
+    import io
+    import traceback
+
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    import utils.grading as this  # under `python -m` this file is __main__: the hidden blocks import utils.grading
+    os.environ[JUDGE_ENV] = str(Path(records).resolve())
+    os.environ.pop(RECORDS_ENV, None)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    nb = nbformat.read(source_path, as_version=4)
+    start = exercises_start(nb.cells) or 0
+    namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
+    transform = TransformerManager().transform_cell
+    verdicts: dict[str, str | None] = {}
+    sink = io.StringIO()
+    for cell in nb.cells[start:]:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id")
+        if meta.get("grade"):
+            block = hidden_block(cell.source)
+            if block is None:
+                verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
+                continue
+            this._VERDICTS.pop(gid, None)
+            try:
+                with contextlib.redirect_stdout(sink):
+                    exec(compile(transform(block), f"<{gid}>", "exec"), namespace)
+                verdicts[gid] = "passed" if gid in this._VERDICTS else f"{gid}: the hidden block never called hidden_check"
+            except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
+                tb = traceback.format_exception_only(type(e), e)
+                verdicts[gid] = "".join(tb).strip()[-2000:]
+            if verdicts[gid] == "passed":
+                verdicts[gid] = None
+        else:  # the trusted set-up cells and model answers
+            with contextlib.redirect_stdout(sink):
+                exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+# What an answer cell must not touch: a static screen of the student's code, flagged for a person.
+
+TAMPER_PATTERNS = (
+    "get_ipython", "ast_transformers", "input_transformers", "run_cell", "events.register", "set_custom_exc",
+    "setprofile", "settrace", "sys.modules", "__code__", "_getframe", "f_back", "f_locals", "f_globals",
+    "utils.grading", "COURSE_GRADING", "TorchFunctionMode", "TorchDispatchMode", "_pop_mode", "_push_mode",
+    "DisableTorch", "torch.ops", "torch._C", "__builtins__", "builtins", "importlib", "__import__",
+    "gc.get_", "exec(", "eval(", "compile(", "globals()", "setattr(torch", "torch.allclose =",
+)
+
+
+def tamper_flags(source: str) -> list[str]:
+    """The patterns of :data:`TAMPER_PATTERNS` found in an answer cell's source (a call such as
+    ``eval(`` only as a name of its own: ``model.eval()`` and ``train_retrieval(`` are not flagged)."""
+    import re
+
+    found = []
+    for p in TAMPER_PATTERNS:
+        if p.endswith("("):
+            hit = re.search(r"(?<![\w.])" + re.escape(p), source)
+        else:
+            hit = p in source
+        if hit:
+            found.append(p)
+    return found
+
+
+VERDICTS_LINE = "COURSE-JUDGE-VERDICTS "
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -I -m utils.grading judge SOURCE.ipynb RECORDS_DIR``: the verdicts as one JSON line on
+    stdout (a pipe to the autograde process: no file that anything else could write)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 3 or argv[0] != "judge":
+        print("usage: python -I -m utils.grading judge SOURCE.ipynb RECORDS_DIR", file=sys.stderr)
+        return 2
+    verdicts = judge_notebook(argv[1], argv[2])
+    sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Adversarial submissions for the grader (issue: grades that cannot be forged).
+
+Each is what a determined student could write with the release, the ``utils`` source and
+INSTRUCTORS.md, without the hidden tests. ``tests/test_nbgrader_roundtrip.py`` autogrades them with
+nbgrader and requires every cell an attack is aimed at to score 0, while the kernel itself showed no
+error there (so the attack did get past the kernel, and only the judge stopped it).
+
+An :class:`Attack` replaces answer cells (``answers``: grade_id -> source; the other exercises keep
+the released stub) and names the check cells it is aimed at (``attacked``; ``"*"`` means every
+autograded cell). ``scan`` says whether the grader's static screen of answer cells stays on for it:
+off (the default) proves the judge alone stops the attack; on, for the attacks that only the screen
+can see (code that switches the call detector off and on again around a forbidden call).
+
+The classes, as numbered in the issue:
+
+1. silencing the kernel (an AST transformer, a wrapped ``run_cell``, a custom exception handler);
+2. disarming the grading module (a harmless ``utils.grading`` in ``sys.modules``, its code replaced,
+   an ``__import__`` hook);
+3. getting round a forbidden built-in without touching the grader (an early reference, the ATen op,
+   the C function, a clone of a ``utils`` function, a second copy of a module, a decoy ``F``);
+4. patching the judge (``torch.allclose`` and friends return "equal") with wrong answers;
+5. shadowing the checks' helpers (a notebook helper redefined to report success);
+6. reading the expected value from the calling frame.
+
+Generic attacks (1, 2) work on any notebook; the others are per notebook, in ``nbNN.py`` here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Attack:
+    name: str
+    kind: int                      # the class above
+    answers: dict[str, str]        # grade_id of an answer cell -> its source
+    attacked: list[str]            # grade_ids of the check cells that must score 0 ("*": every one)
+    scan: bool = False             # keep the grader's static screen of answer cells on
+    note: str = ""
+    fast: bool = False             # also in `make test` (the rest in `make test-grading`)
+    honest: list[str] = field(default_factory=list)  # check cells the submission answers honestly: full marks
+
+
+SILENCE_AST = '''\
+import ast
+class _Quiet(ast.NodeTransformer):
+    def visit_Module(self, node):
+        handler = ast.ExceptHandler(type=ast.Name("BaseException", ast.Load()), name=None, body=[ast.Pass()])
+        node.body = [ast.Try(body=node.body or [ast.Pass()], handlers=[handler], orelse=[], finalbody=[])]
+        return ast.fix_missing_locations(node)
+get_ipython().ast_transformers.append(_Quiet())
+'''
+
+SILENCE_RUN_CELL = '''\
+_shell = get_ipython()
+_real_run_cell = _shell.run_cell
+def _quiet_run_cell(raw_cell, *args, **kwargs):
+    return _real_run_cell("try:\\n" + "\\n".join("    " + l for l in (raw_cell or "pass").splitlines()) + "\\nexcept BaseException:\\n    pass\\n", *args, **kwargs)
+_shell.run_cell = _quiet_run_cell
+'''
+
+SILENCE_CUSTOM_EXC = '''\
+get_ipython().set_custom_exc((BaseException,), lambda shell, etype, evalue, tb, tb_offset=None: None)
+'''
+
+DISARM_SYS_MODULES = '''\
+import sys, types
+_fake = types.ModuleType("utils.grading")
+_fake.hidden_check = lambda *args, **kwargs: print("hidden tests passed")
+_fake.forbid = lambda *args, **kwargs: __import__("contextlib").nullcontext()
+sys.modules["utils.grading"] = _fake
+import utils
+utils.grading = _fake
+'''
+
+DISARM_CODE = '''\
+import utils.grading
+def _nothing(*args, **kwargs):
+    print("hidden tests passed")
+utils.grading.hidden_check.__code__ = _nothing.__code__
+'''
+
+DISARM_IMPORT_HOOK = '''\
+import builtins, types
+_real_import = builtins.__import__
+_fake = types.ModuleType("utils.grading")
+_fake.hidden_check = lambda *args, **kwargs: None
+def _import(name, globals=None, locals=None, fromlist=(), level=0):
+    if name == "utils.grading":
+        return _fake
+    return _real_import(name, globals, locals, fromlist, level)
+builtins.__import__ = _import
+'''
+
+
+def generic(first_answer: str) -> list[Attack]:
+    """Classes 1 and 2: installed in the first answer cell, every exercise left as its stub."""
+    def attack(name, kind, source, fast=False):
+        return Attack(name, kind, {first_answer: source}, ["*"], fast=fast,
+                      note="every exercise left as the stub")
+    return [
+        attack("silence: AST transformer wraps every later cell in try/except", 1, SILENCE_AST, fast=True),
+        attack("silence: run_cell wrapped", 1, SILENCE_RUN_CELL),
+        attack("silence: custom exception handler", 1, SILENCE_CUSTOM_EXC),
+        attack("disarm: a harmless utils.grading in sys.modules", 2, DISARM_SYS_MODULES, fast=True),
+        attack("disarm: hidden_check's code replaced", 2, DISARM_CODE),
+        attack("disarm: an __import__ hook", 2, DISARM_IMPORT_HOOK),
+    ]
+
+
+def attacks_for(number: str, first_answer: str) -> list[Attack]:
+    """The generic attacks and notebook ``number``'s own (module ``nbNN`` here, if written)."""
+    found = generic(first_answer)
+    try:
+        module = importlib.import_module(f"grading_attacks.nb{number}")
+    except ModuleNotFoundError:
+        return found
+    return found + list(module.ATTACKS)
