@@ -7,7 +7,8 @@
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
 #   make student    the student versions (nbgrader's release) in student/
 #   make course     an nbgrader course directory in course/ (source -> release, one assignment per notebook)
-#   make test-grading    the nbgrader round trip on every notebook (make test runs it on 07)
+#   make test-grading    the nbgrader round trip on every notebook, every adversarial submission
+#                        (make test runs it on 07 and 10, with a few of the attacks)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -98,11 +99,12 @@ student: $(STAMP)
 course: $(STAMP)
 	$(BIN)/python scripts/nbgrader_course.py course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
-# The round trip (release, submit stubs / solutions / known shortcuts, autograde) on every notebook;
-# `make test` runs it on a subset (tests/test_nbgrader_roundtrip.py).
+# The round trip (release, submit stubs / solutions / known shortcuts / adversarial submissions from
+# tests/grading_attacks, autograde with the judge) on every notebook; `make test` runs it on a subset
+# (tests/test_nbgrader_roundtrip.py).
 test-grading: $(STAMP)
 	@start=$$(date +%s); \
-	COURSE_GRADING_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
+	COURSE_GRADING_NOTEBOOKS=all COURSE_GRADING_ATTACKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
 	echo "grading round trip wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,

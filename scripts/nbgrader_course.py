@@ -8,7 +8,9 @@ Three pieces, used by ``nbgrader_config.py``, ``scripts/make_student.py`` and th
   ``release(nb)`` applies the same pipeline in memory (without the gradebook);
 - ``ExerciseSectionExecute``: nbgrader's ``Execute`` that runs only the ``## Exercises`` section,
   which is self-contained by the course's convention (CONTRIBUTING.md), so autograding does not
-  re-run a notebook's demonstration training for every student.
+  re-run a notebook's demonstration training for every student; then the judge (``run_judge``, a
+  separate ``python -I -m utils.grading judge`` process on the source notebook) decides every graded
+  cell and ``apply_verdicts`` writes its verdicts where nbgrader's ``SaveAutoGrades`` reads them.
 
 Build a course directory (source/ and release/, one assignment per notebook, named after it)::
 

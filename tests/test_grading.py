@@ -6,6 +6,7 @@ import importlib.util
 import math
 import sys
 import types
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -194,3 +195,32 @@ def test_the_static_screen_names_what_reaches_for_the_kernel():
     assert tamper_flags("get_ipython().ast_transformers.append(x)") == ["get_ipython", "ast_transformers"]
     assert "torch._C" in tamper_flags("with torch._C.DisableTorchFunction(): pass")
     assert "eval(" in tamper_flags("y = eval('1')")
+
+
+def _graded_cell(gid, outputs):
+    cell = nbformat.v4.new_code_cell("# CHECK · 2 points", metadata={"nbgrader": {
+        "grade": True, "grade_id": gid, "points": 2, "solution": False, "locked": True}})
+    cell.outputs = [nbformat.from_dict(o) for o in outputs]
+    return cell
+
+
+def test_a_check_cell_scores_only_on_a_positive_verdict():
+    """apply_verdicts, as nbgrader's own scoring (determine_grade) then reads the cells."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from nbgrader.utils import determine_grade
+    from nbgrader_course import apply_verdicts
+
+    quiet = [{"output_type": "stream", "name": "stdout", "text": "ex_check: recorded for the judge\n"}]
+    partial = [{"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"text/plain": "0.5"}}]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_graded_cell("a", quiet), _graded_cell("b", quiet), _graded_cell("c", partial), _graded_cell("d", quiet)]
+    apply_verdicts(nb, {"a": None, "b": "AssertionError: output", "c": None})
+    got = {c.metadata.nbgrader.grade_id: determine_grade(c)[0] for c in nb.cells}
+    assert got == {"a": 2, "b": 0, "c": 2, "d": 0}           # d: no verdict at all; c: no partial credit read
+    assert nb.cells[1].outputs[0].ename == "JudgeFailed" and "output" in nb.cells[1].outputs[0].evalue
+
+    for verdicts, flags in (({"*": "the judge did not finish"}, None), ({"a": None}, {"ex1": ["get_ipython"]})):
+        nb.cells = [_graded_cell("a", quiet)]
+        apply_verdicts(nb, verdicts, flags)
+        assert determine_grade(nb.cells[0])[0] == 0
+    assert "flagged for review" in nb.cells[0].outputs[0].evalue and "get_ipython" in nb.cells[0].outputs[0].evalue

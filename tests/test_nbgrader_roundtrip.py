@@ -1,18 +1,22 @@
 """The nbgrader round trip, as an instructor runs it (INSTRUCTORS.md): a real course directory
 is built from the notebooks (source -> release with nbgrader's generate_assignment and the
-repository's nbgrader_config.py), three students submit, and nbgrader autogrades them:
+repository's nbgrader_config.py), students submit, and nbgrader autogrades them, with the judge
+deciding every check cell (utils/grading.py, scripts/nbgrader_course.py):
 
 - ``stub``: the released notebook as handed out; it must score 0 on every autograded cell;
-- ``solution``: the released notebook with the model answers filled in; full marks, and the
-  hidden tests (removed from the release) must have run;
+- ``solution``: the released notebook with the model answers filled in; full marks, and every hidden
+  block recorded in the kernel and was passed by the judge;
 - ``shortcut``: each exercise with a known one-line shortcut
   (``F.one_hot``, ``utils.attention.scaled_dot_product_attention``, ``return layer(x, memory, ...)``
-  ...) is answered with it; the shortcut passes the visible check, and must score 0 on the hidden tests.
+  ...) is answered with it; it must score 0 on every check cell of that exercise;
+- ``attackNN``: the adversarial submissions of ``tests/grading_attacks`` (silencing the kernel,
+  disarming the grading module, reaching a forbidden built-in another way, patching comparisons,
+  shadowing helpers, reading expected values); each must score 0 on the cells it attacks.
 
 Autograding runs only each notebook's ``## Exercises`` section (``nbgrader_config.py``), so the
 demonstration training is not re-run. ``make test`` grades a representative subset
-(``COURSE_GRADING_NOTEBOOKS``, default ``07``: its stubs, solutions, hidden tests and two kinds
-of shortcut, a ``utils`` function and ``nn.TransformerDecoderLayer.forward``); ``make test-grading`` grades every notebook.
+(``COURSE_GRADING_NOTEBOOKS``, default ``07 10``, with the attacks marked ``fast``);
+``make test-grading`` grades every notebook with every attack (``COURSE_GRADING_ATTACKS=all``).
 """
 
 from __future__ import annotations
@@ -197,7 +201,7 @@ def chosen_attacks(path, source):
     (COURSE_GRADING_ATTACKS=all), the ones marked fast otherwise."""
     first = next(grade_id(c) for c in source.cells
                  if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
-    every = attacks_for(path.name[:2], first)
+    every = attacks_for(path.name[:2], first, SHORTCUTS.get(path.name[:2], {}).get(first))
     if os.environ.get("COURSE_GRADING_ATTACKS", "fast") == "all":
         return every
     return [a for a in every if a.fast]

@@ -69,7 +69,8 @@ DISARM_SYS_MODULES = '''\
 import sys, types
 _fake = types.ModuleType("utils.grading")
 _fake.hidden_check = lambda *args, **kwargs: print("hidden tests passed")
-_fake.forbid = lambda *args, **kwargs: __import__("contextlib").nullcontext()
+import contextlib
+_fake.forbid = lambda *args, **kwargs: contextlib.nullcontext()
 sys.modules["utils.grading"] = _fake
 import utils
 utils.grading = _fake
@@ -79,7 +80,13 @@ DISARM_CODE = '''\
 import utils.grading
 def _nothing(*args, **kwargs):
     print("hidden tests passed")
-utils.grading.hidden_check.__code__ = _nothing.__code__
+def _no_switch(*args, **kwargs):
+    yield
+# the judge's recorder today, the switch that made forbidden calls raise before it
+for _f, _code in ((getattr(utils.grading, "hidden_check", None), _nothing.__code__),
+                  (getattr(getattr(utils.grading, "forbid", None), "__wrapped__", None), _no_switch.__code__)):
+    if _f is not None:
+        _f.__code__ = _code
 '''
 
 DISARM_IMPORT_HOOK = '''\
@@ -95,24 +102,27 @@ builtins.__import__ = _import
 '''
 
 
-def generic(first_answer: str) -> list[Attack]:
-    """Classes 1 and 2: installed in the first answer cell, every exercise left as its stub."""
-    def attack(name, kind, source, fast=False):
-        return Attack(name, kind, {first_answer: source}, ["*"], fast=fast,
-                      note="every exercise left as the stub")
+def generic(first_answer: str, shortcut: str | None = None) -> list[Attack]:
+    """Classes 1 and 2, installed in the first answer cell. Silencing leaves every exercise as its stub;
+    disarming the grading module comes with the first exercise's known shortcut where it has one (so
+    the old ``forbid`` switch, disarmed, would have let it score), every other exercise left as the stub."""
+    def attack(name, kind, source, fast=False, note="every exercise left as the stub"):
+        return Attack(name, kind, {first_answer: source}, ["*"], fast=fast, note=note)
+    armed = "\n\n" + shortcut if shortcut else ""
+    note = "with the first exercise's shortcut" if shortcut else "every exercise left as the stub"
     return [
         attack("silence: AST transformer wraps every later cell in try/except", 1, SILENCE_AST, fast=True),
         attack("silence: run_cell wrapped", 1, SILENCE_RUN_CELL),
         attack("silence: custom exception handler", 1, SILENCE_CUSTOM_EXC),
-        attack("disarm: a harmless utils.grading in sys.modules", 2, DISARM_SYS_MODULES, fast=True),
-        attack("disarm: hidden_check's code replaced", 2, DISARM_CODE),
-        attack("disarm: an __import__ hook", 2, DISARM_IMPORT_HOOK),
+        attack("disarm: a harmless utils.grading in sys.modules", 2, DISARM_SYS_MODULES + armed, fast=True, note=note),
+        attack("disarm: the grading functions' code replaced", 2, DISARM_CODE + armed, note=note),
+        attack("disarm: an __import__ hook", 2, DISARM_IMPORT_HOOK + armed, note=note),
     ]
 
 
-def attacks_for(number: str, first_answer: str) -> list[Attack]:
+def attacks_for(number: str, first_answer: str, shortcut: str | None = None) -> list[Attack]:
     """The generic attacks and notebook ``number``'s own (module ``nbNN`` here, if written)."""
-    found = generic(first_answer)
+    found = generic(first_answer, shortcut)
     try:
         module = importlib.import_module(f"grading_attacks.nb{number}")
     except ModuleNotFoundError:
