@@ -9,7 +9,8 @@ Three pieces, used by ``nbgrader_config.py``, ``scripts/make_student.py`` and th
 - ``ExerciseSectionExecute``: nbgrader's ``Execute`` that runs only the ``## Exercises`` section,
   which is self-contained by the course's convention (CONTRIBUTING.md), so autograding does not
   re-run a notebook's demonstration training for every student; then the judge (``run_judge``, a
-  separate ``python -I -m utils.grading judge`` process on the source notebook) decides every graded
+  separate ``python -I -m utils.grading serve`` process, prepared on the source notebook before the
+  student's kernel starts) decides every graded
   cell and ``apply_verdicts`` writes its verdicts where nbgrader's ``SaveAutoGrades`` reads them.
 
 Build a course directory (source/ and release/, one assignment per notebook, named after it)::
@@ -21,6 +22,7 @@ Build a course directory (source/ and release/, one assignment per notebook, nam
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -95,10 +97,11 @@ class ExerciseSectionExecute(Execute):
     section is self-contained) rules out.
 
     The student's kernel only records: its hidden blocks write what the student's code returned on
-    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). Then ``python -I -m
-    utils.grading judge`` runs the trusted *source* notebook's section (set-up cells and model answers,
-    no student code) in a new process, which recomputes the inputs and the references, loads the
-    records and returns a verdict per graded cell over a pipe. A graded code cell keeps its points
+    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
+    (``JudgeProcess``), started before the kernel, has meanwhile run the trusted *source* notebook's
+    section (set-up cells and model answers, no student code); once the kernel has exited it
+    recomputes the inputs and the references, loads the records and returns a verdict per graded cell
+    over a pipe. A graded code cell keeps its points
     only with the verdict "passed" (and no error of its own): otherwise the judge's reason is put
     first in its outputs as an error, which is what nbgrader's ``SaveAutoGrades`` scores as 0.
     Answer cells that reach for the kernel or the grader (``utils.grading.TAMPER_PATTERNS``) fail
@@ -110,6 +113,8 @@ class ExerciseSectionExecute(Execute):
 
         from utils.grading import RECORDS_ENV
 
+        source = self._source_notebook(resources)
+        judge = JudgeProcess(source, log=self.log) if source else None   # ready before any student code runs
         start = exercise_section_start(nb) or 0
         head, nb.cells = nb.cells[:start], nb.cells[start:]
         records = tempfile.mkdtemp(prefix="course-records-")
@@ -123,8 +128,7 @@ class ExerciseSectionExecute(Execute):
                 os.environ.pop(RECORDS_ENV, None)
             else:
                 os.environ[RECORDS_ENV] = old
-        source = self._source_notebook(resources)
-        verdicts = run_judge(source, records, log=self.log) if source else {}
+        verdicts = judge.decide(records) if judge else {}
         # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
         flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
@@ -143,23 +147,47 @@ class ExerciseSectionExecute(Execute):
         return path if path.is_file() else None
 
 
+class JudgeProcess:
+    """``python -I -m utils.grading serve`` in a fresh, isolated interpreter (``-I``: no current folder
+    on its path, so a ``utils/`` planted beside a submission is never imported), started before the
+    student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
+    answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
+    folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
+
+    def __init__(self, source, log=None):
+        import subprocess
+
+        self.log = log
+        text = Path(source).read_text(encoding="utf-8")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
+                                     cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.proc.stdin.write(json.dumps(json.loads(text)) + "\n")
+        self.proc.stdin.flush()
+
+    def decide(self, records, timeout=900):
+        import subprocess
+
+        from utils.grading import READY_LINE, VERDICTS_LINE
+
+        try:
+            out, err = self.proc.communicate(str(records) + "\n", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        lines = out.splitlines()
+        verdicts = [l for l in lines if l.startswith(VERDICTS_LINE)]
+        if self.proc.returncode != 0 or READY_LINE not in lines or not verdicts:
+            message = f"the judge did not finish (exit {self.proc.returncode}): {err[-3000:]}"
+            if self.log is not None:
+                self.log.error(message)
+            return {"*": message}
+        return json.loads(verdicts[-1][len(VERDICTS_LINE):])
+
+
 def run_judge(source, records, log=None, timeout=900):
-    """Run the judge in a fresh, isolated interpreter (``-I``: no current folder on its path, so a
-    ``utils/`` planted beside a submission is never imported); return grade_id -> None or a reason."""
-    import json
-    import subprocess
-
-    from utils.grading import VERDICTS_LINE
-
-    proc = subprocess.run([sys.executable, "-I", "-m", "utils.grading", "judge", str(source), str(records)],
-                          cwd=str(Path(source).parent), capture_output=True, text=True, timeout=timeout)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith(VERDICTS_LINE)]
-    if proc.returncode != 0 or not lines:
-        message = f"the judge did not finish (exit {proc.returncode}): {proc.stderr[-3000:]}"
-        if log is not None:
-            log.error(message)
-        return {"*": message}
-    return json.loads(lines[-1][len(VERDICTS_LINE):])
+    """Both steps at once, on records already written: grade_id -> None or a reason."""
+    return JudgeProcess(source, log=log).decide(records, timeout=timeout)
 
 
 def tamper_report(nb):

@@ -224,3 +224,21 @@ def test_a_check_cell_scores_only_on_a_positive_verdict():
         apply_verdicts(nb, verdicts, flags)
         assert determine_grade(nb.cells[0])[0] == 0
     assert "flagged for review" in nb.cells[0].outputs[0].evalue and "get_ipython" in nb.cells[0].outputs[0].evalue
+
+
+def test_the_judge_is_ready_before_the_kernel_and_ignores_later_changes_to_the_source(tmp_path):
+    """JudgeProcess reads the source notebook when it starts (before the student's kernel, under
+    autograde): a kernel that then rewrites the source file cannot make the judge lenient."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from nbgrader_course import JudgeProcess
+
+    source = tmp_path / "source.ipynb"
+    nbformat.write(_notebook("def double(t):\n    return 2 * t", CHECK), source)
+    judge = JudgeProcess(source)
+    lenient = CHECK.replace('assert torch.equal(got, double(x["x"])), "the model answer doubles"', "pass")
+    nbformat.write(_notebook("def double(t):\n    return 2 * t", lenient), source)   # what a kernel could do
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "ex1_check.safetensors").write_bytes(to_bytes({"result": torch.zeros(5)}))   # a wrong answer
+    verdicts = judge.decide(records, timeout=300)
+    assert list(verdicts) == ["ex1_check"] and "the model answer doubles" in verdicts["ex1_check"]

@@ -26,10 +26,10 @@ Three modes, chosen by the environment:
 - **record** (``COURSE_GRADING_RECORDS`` set: nbgrader's autograde kernel): inputs and run only; what
   run() returned is written to ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its
   metadata: no pickled code). Nothing is compared here, so nothing here can be patched to say "equal".
-- **judge** (``python -m utils.grading judge SOURCE RECORDS OUT``): a fresh process runs the trusted
-  source notebook's ``## Exercises`` section (its set-up cells and model answers, never the student's
-  code), and for each graded check cell the hidden block in judge mode: inputs() again, the record
-  loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
+- **judge** (:class:`Judge`; ``python -I -m utils.grading serve`` under autograde): a fresh process
+  runs the trusted source notebook's ``## Exercises`` section (its set-up cells and model answers,
+  never the student's code) before the student's kernel starts, and afterwards, for each graded check
+  cell, the hidden block in judge mode: inputs() again, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
   forbidden-call check; anything else (no record, an exception, a record of the wrong shape) fails.
   ``scripts/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
   cell scores only on a positive verdict.
@@ -356,51 +356,80 @@ def exercises_start(cells) -> int | None:
     return None
 
 
-def judge_notebook(source_path: str | os.PathLike, records: str | os.PathLike) -> dict[str, str | None]:
-    """Run the trusted source notebook's Exercises section with the hidden blocks in judge mode.
+class Judge:
+    """The judge, in two steps, so that it is ready before the student's code runs.
 
-    Returns grade_id -> None (passed) or the reason it failed, for every graded code cell."""
-    import contextlib
-    import io
-    import traceback
+    ``Judge(nb)`` (*prepare*) runs the trusted source notebook's Exercises section: its set-up cells
+    and model answers, and the imports of every hidden block, and keeps, for each graded code cell, its
+    hidden block and a copy of the namespace as it stood at that cell. ``decide(records)`` then runs
+    each hidden block in judge mode on the records. Under autograde the first step happens before the
+    student's kernel starts, so what that kernel later does to files on disk (the source notebook,
+    ``utils``) cannot change code the judge has already loaded; see INSTRUCTORS.md for what remains.
+    """
 
-    import nbformat
-    from IPython.core.inputtransformer2 import TransformerManager
+    def __init__(self, nb):
+        import ast
+        import contextlib
+        import io
 
-    import utils.grading as this  # under `python -m` this file is __main__: the hidden blocks import utils.grading
-    os.environ[JUDGE_ENV] = str(Path(records).resolve())
-    os.environ.pop(RECORDS_ENV, None)
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    nb = nbformat.read(source_path, as_version=4)
-    start = exercises_start(nb.cells) or 0
-    namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
-    transform = TransformerManager().transform_cell
-    verdicts: dict[str, str | None] = {}
-    sink = io.StringIO()
-    for cell in nb.cells[start:]:
-        if cell.cell_type != "code":
-            continue
-        meta = cell.metadata.get("nbgrader", {})
-        gid = meta.get("grade_id")
-        if meta.get("grade"):
-            block = hidden_block(cell.source)
-            if block is None:
+        import nbformat
+        from IPython.core.inputtransformer2 import TransformerManager
+        from safetensors.torch import load  # noqa: F401 (loaded now, before any student code runs)
+
+        import utils.grading as this  # under `python -m` this file is __main__: hidden blocks import utils.grading
+        self._this = this
+        os.environ.pop(RECORDS_ENV, None)
+        os.environ.setdefault("MPLBACKEND", "Agg")
+        nb = nbformat.from_dict(nb)
+        transform = TransformerManager().transform_cell
+        namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
+        self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
+        sink = io.StringIO()
+        for cell in nb.cells[exercises_start(nb.cells) or 0:]:
+            if cell.cell_type != "code":
+                continue
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                block = hidden_block(cell.source)
+                code = None
+                if block is not None:
+                    code = transform(block)
+                    imports = [n for n in ast.parse(code).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+                    with contextlib.redirect_stdout(sink):
+                        exec(compile(ast.Module(body=imports, type_ignores=[]), "<imports>", "exec"), dict(namespace))
+                self.checks.append((meta.get("grade_id"), code, dict(namespace)))
+            else:  # the trusted set-up cells and model answers
+                with contextlib.redirect_stdout(sink):
+                    exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
+
+    def decide(self, records: str | os.PathLike) -> dict[str, str | None]:
+        """grade_id -> None (passed) or the reason it failed, for every graded code cell."""
+        import contextlib
+        import io
+        import traceback
+
+        os.environ[JUDGE_ENV] = str(Path(records).resolve())
+        verdicts: dict[str, str | None] = {}
+        sink = io.StringIO()
+        for gid, code, namespace in self.checks:
+            if code is None:
                 verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
                 continue
-            this._VERDICTS.pop(gid, None)
+            self._this._VERDICTS.pop(gid, None)
             try:
                 with contextlib.redirect_stdout(sink):
-                    exec(compile(transform(block), f"<{gid}>", "exec"), namespace)
-                verdicts[gid] = "passed" if gid in this._VERDICTS else f"{gid}: the hidden block never called hidden_check"
+                    exec(compile(code, f"<{gid}>", "exec"), namespace)
+                verdicts[gid] = None if gid in self._this._VERDICTS else f"{gid}: the hidden block never called hidden_check"
             except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
-                tb = traceback.format_exception_only(type(e), e)
-                verdicts[gid] = "".join(tb).strip()[-2000:]
-            if verdicts[gid] == "passed":
-                verdicts[gid] = None
-        else:  # the trusted set-up cells and model answers
-            with contextlib.redirect_stdout(sink):
-                exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
-    return verdicts
+                verdicts[gid] = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
+        return verdicts
+
+
+def judge_notebook(source_path: str | os.PathLike, records: str | os.PathLike) -> dict[str, str | None]:
+    """Both steps of :class:`Judge` at once, on a source notebook file."""
+    import nbformat
+
+    return Judge(nbformat.read(source_path, as_version=4)).decide(records)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,6 +441,9 @@ TAMPER_PATTERNS = (
     "utils.grading", "COURSE_GRADING", "TorchFunctionMode", "TorchDispatchMode", "_pop_mode", "_push_mode",
     "DisableTorch", "torch.ops", "torch._C", "__builtins__", "builtins", "importlib", "__import__",
     "gc.get_", "exec(", "eval(", "compile(", "globals()", "setattr(torch", "torch.allclose =",
+    # reaching outside the kernel: files, processes, the environment the judge runs in
+    "open(", "subprocess", "os.system", "os.popen", "os.kill", "shutil", "write_text", "write_bytes",
+    "ctypes", "/proc/", "site-packages", "sitecustomize", "multiprocessing", "threading",
 )
 
 
@@ -422,7 +454,7 @@ def tamper_flags(source: str) -> list[str]:
 
     found = []
     for p in TAMPER_PATTERNS:
-        if p.endswith("("):
+        if p.endswith("(") and p[0].isalpha():
             hit = re.search(r"(?<![\w.])" + re.escape(p), source)
         else:
             hit = p in source
@@ -432,14 +464,36 @@ def tamper_flags(source: str) -> list[str]:
 
 
 VERDICTS_LINE = "COURSE-JUDGE-VERDICTS "
+READY_LINE = "COURSE-JUDGE-READY"
+
+
+def serve() -> int:
+    """``python -I -m utils.grading serve``: the judge as autograde runs it, over a pipe.
+
+    Reads the source notebook (one line of JSON) from stdin, prepares (:class:`Judge`), prints
+    :data:`READY_LINE`, then waits for one line, the records folder, and prints the verdicts as one
+    JSON line. Nothing it reads or writes goes through a file that the student's kernel could reach
+    between the two steps, except the records themselves."""
+    import nbformat
+
+    judge = Judge(nbformat.reads(sys.stdin.readline(), as_version=4))
+    sys.stdout.write(READY_LINE + "\n")
+    sys.stdout.flush()
+    records = sys.stdin.readline().strip()
+    verdicts = judge.decide(records)
+    sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
+    sys.stdout.flush()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -I -m utils.grading judge SOURCE.ipynb RECORDS_DIR``: the verdicts as one JSON line on
-    stdout (a pipe to the autograde process: no file that anything else could write)."""
+    """``python -I -m utils.grading serve`` (autograde: see :func:`serve`), or
+    ``python -I -m utils.grading judge SOURCE.ipynb RECORDS_DIR`` (both steps at once, by hand)."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["serve"]:
+        return serve()
     if len(argv) != 3 or argv[0] != "judge":
-        print("usage: python -I -m utils.grading judge SOURCE.ipynb RECORDS_DIR", file=sys.stderr)
+        print("usage: python -I -m utils.grading serve | judge SOURCE.ipynb RECORDS_DIR", file=sys.stderr)
         return 2
     verdicts = judge_notebook(argv[1], argv[2])
     sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
