@@ -157,6 +157,10 @@ def _canary() -> None:
 
 
 def _short(func: Any) -> str:
+    """A torch function's bare name: ``F.one_hot``, ``torch._C._nn.one_hot``, ``torch.ops.aten.one_hot``
+    and the overload ``torch.ops.aten.one_hot.default`` are all ``one_hot``."""
+    if isinstance(func, torch._ops.OpOverload):
+        func = func.overloadpacket
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
     return str(name).rsplit(".", 1)[-1]
 

@@ -45,6 +45,8 @@ ATTACKS = [
            {"ex1": _attention("_sdpa(q, k, v, attn_mask=mask)", "_sdpa = F.scaled_dot_product_attention\n\n\n")}, _RESTRICTED),
     Attack("built-in: the ATen op behind it", 3,
            {"ex1": _attention("torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=mask)")}, _RESTRICTED),
+    Attack("built-in: one overload of the ATen op", 3,
+           {"ex1": _attention("torch.ops.aten.scaled_dot_product_attention.default(q, k, v, attn_mask=mask)")}, _RESTRICTED),
     Attack("built-in: the C function behind the Python wrapper", 3,
            {"ex1": _attention("torch._C._nn.scaled_dot_product_attention(q, k, v, attn_mask=mask)")}, _RESTRICTED),
     Attack("built-in: a decoy module bound to the name F", 3,
