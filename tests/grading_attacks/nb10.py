@@ -1,0 +1,96 @@
+"""Notebook 10's adversarial submissions (classes 3, 4 and 6; see __init__.py).
+
+Its Exercises section defines no helper that a check cell calls, so there is no class 5 here."""
+
+from grading_attacks import Attack
+
+_EX1 = ["ex1_check", "ex1_check2"]
+_EX2 = ["ex2_check", "ex2_check2"]
+_EX3 = ["ex3_check", "ex3_check2"]
+
+
+def _repeat(body, prelude=""):
+    return prelude + "def repeat_heads(k, n_rep):\n" + f"    return {body}\n"
+
+
+ATTACKS = [
+    # 3: the forbidden utils.scale functions and torch.repeat_interleave, reached without touching the grader
+    Attack("built-in under another name: utils.scale's online_softmax_update imported as fold", 3,
+           {"ex1": "from utils.scale import online_softmax_update as fold\n\n\n"
+                   "def online_update(m, l, acc, scores, v):\n    return fold(m, l, acc, scores, v)\n"}, _EX1, fast=True),
+    Attack("built-in: a types.FunctionType clone of utils.scale.online_softmax_update", 3,
+           {"ex1": "import types\nimport utils.scale\n"
+                   "_f = utils.scale.online_softmax_update\n"
+                   "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n"
+                   "def online_update(m, l, acc, scores, v):\n    return _clone(m, l, acc, scores, v)\n"}, _EX1),
+    Attack("built-in: a second copy of utils/scale.py loaded from its file (online_softmax_update)", 3,
+           {"ex1": "import importlib.util\nimport utils.scale\n"
+                   "_spec = importlib.util.spec_from_file_location('my_scale', utils.scale.__file__)\n"
+                   "_mine = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_mine)\n\n\n"
+                   "def online_update(m, l, acc, scores, v):\n"
+                   "    return _mine.online_softmax_update(m, l, acc, scores, v)\n"}, _EX1),
+    Attack("built-in under another name: utils.scale's apply_rotary and rope_angles imported as turn, angles", 3,
+           {"ex2": "from utils.scale import apply_rotary as turn, rope_angles as angles\n\n\n"
+                   "def rotate(x, pos, base=10000.0):\n    return turn(x, *angles(pos, x.shape[-1], base))\n"}, _EX2),
+    Attack("built-in: types.FunctionType clones of utils.scale.apply_rotary and rope_angles", 3,
+           {"ex2": "import types\nimport utils.scale\n\n\n"
+                   "def _clone(f):\n"
+                   "    return types.FunctionType(f.__code__, f.__globals__, 'mine', f.__defaults__)\n\n\n"
+                   "_turn, _angles = _clone(utils.scale.apply_rotary), _clone(utils.scale.rope_angles)\n\n\n"
+                   "def rotate(x, pos, base=10000.0):\n    return _turn(x, *_angles(pos, x.shape[-1], base))\n"}, _EX2),
+    Attack("built-in: a second copy of utils/scale.py loaded from its file (apply_rotary, rope_angles)", 3,
+           {"ex2": "import importlib.util\nimport utils.scale\n"
+                   "_spec = importlib.util.spec_from_file_location('my_scale', utils.scale.__file__)\n"
+                   "_mine = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_mine)\n\n\n"
+                   "def rotate(x, pos, base=10000.0):\n"
+                   "    return _mine.apply_rotary(x, *_mine.rope_angles(pos, x.shape[-1], base))\n"}, _EX2),
+    Attack("built-in: a reference to torch.repeat_interleave taken early, under another name", 3,
+           {"ex3": _repeat("_spread(k, n_rep, dim=1)", "import torch\n_spread = torch.repeat_interleave\n\n\n")}, _EX3),
+    Attack("built-in: the ATen op torch.ops.aten.repeat_interleave", 3,
+           {"ex3": _repeat("torch.ops.aten.repeat_interleave(k, n_rep, 1)")}, _EX3),
+    Attack("built-in: the C function torch._C._VariableFunctions.repeat_interleave", 3,
+           {"ex3": _repeat("torch._C._VariableFunctions.repeat_interleave(k, n_rep, dim=1)")}, _EX3),
+    Attack("built-in: a types.FunctionType clone of utils.scale.repeat_kv", 3,
+           {"ex3": _repeat("_clone(k, n_rep)",
+                           "import types\nimport utils.scale\n"
+                           "_f = utils.scale.repeat_kv\n"
+                           "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n")},
+           _EX3),
+    # 4: the comparisons patched to say "equal", and a wrong answer of the right shape in every exercise
+    Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
+           {"ex1": "import torch.testing\n"
+                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
+                   "torch.equal = lambda *args, **kwargs: True\n"
+                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
+                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+                   "def online_update(m, l, acc, scores, v):   # the old sums never rescaled\n"
+                   "    m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)\n"
+                   "    p = torch.exp(scores - m_new)\n"
+                   "    return m_new, l + p.sum(dim=-1, keepdim=True), acc + p @ v\n",
+            "ex2": "def rotate(x, pos, base=10000.0):   # turned the wrong way\n"
+                   "    d = x.shape[-1]\n"
+                   "    theta = pos[:, None].float() * base ** (-torch.arange(0, d, 2).float() / d)\n"
+                   "    a, b = x[:, 0::2], x[:, 1::2]\n"
+                   "    return torch.stack([a * theta.cos() + b * theta.sin(), b * theta.cos() - a * theta.sin()], -1).flatten(1)\n",
+            "ex3": _repeat("k.repeat(1, n_rep, 1, 1)   # tiled, not interleaved: head h reads h % H_kv")},
+           _EX1 + _EX2 + _EX3, fast=True),
+    # 6: the visible check's expected rotation read from the caller's frame; the fallback (no rotation at
+    # all) passes the visible offset check, since q . k does not depend on the positions then
+    Attack("expected value read from the caller's frame (the visible check's as_complex)", 6,
+           {"ex2": '''\
+import sys
+
+
+def rotate(x, pos, base=10000.0):
+    frame = sys._getframe(1)
+    while frame is not None:
+        for scope in (frame.f_locals, frame.f_globals):
+            want = scope.get("as_complex")
+            if isinstance(want, torch.Tensor) and want.is_complex():
+                want = torch.view_as_real(want).flatten(1)
+                if want.shape == x.shape:
+                    return want
+        frame = frame.f_back
+    return x.clone()
+'''}, _EX2),
+]
