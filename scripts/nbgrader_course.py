@@ -116,19 +116,20 @@ class ExerciseSectionExecute(Execute):
         source = self._source_notebook(resources)
         judge = JudgeProcess(source, log=self.log) if source else None   # ready before any student code runs
         start = exercise_section_start(nb) or 0
-        head, nb.cells = nb.cells[:start], nb.cells[start:]
+        head, section = nb.cells[:start], nb.cells[start:]
+        nb.cells, watched = watch_cells(section, course_cells(source) if source else set())
         records = tempfile.mkdtemp(prefix="course-records-")
         old = os.environ.get(RECORDS_ENV)
         os.environ[RECORDS_ENV] = records
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         finally:
-            nb.cells = head + nb.cells
+            nb.cells = head + [c for c in nb.cells if not c.metadata.get("course_watch")]
             if old is None:
                 os.environ.pop(RECORDS_ENV, None)
             else:
                 os.environ[RECORDS_ENV] = old
-        verdicts = judge.decide(records) if judge else {}
+        verdicts = judge.decide(records, watched) if judge else {}
         # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
         flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
@@ -145,6 +146,36 @@ class ExerciseSectionExecute(Execute):
         coursedir = CourseDirectory(config=self.config)
         path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
         return path if path.is_file() else None
+
+
+def course_cells(source) -> set[str]:
+    """The sources of the course's own code cells in the source notebook's Exercises section
+    (set-up and check cells; not the answer cells)."""
+    nb = nbformat.read(source, as_version=4)
+    return {c.source for c in nb.cells[exercise_section_start(nb) or 0:]
+            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def watch_cells(section, trusted):
+    """The section with every code cell that is not the course's own (answer cells, changed set-up
+    cells, added cells; not the graded check cells, which watch themselves) between a start and a
+    stop of ``utils.grading``'s cell watch; and the ids of the watched cells."""
+    from nbformat.v4 import new_code_cell
+
+    cells, watched = [], []
+    for i, cell in enumerate(section):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade") or cell.source in trusted:
+            cells.append(cell)
+            continue
+        cid = f"{i}_{meta.get('grade_id', 'added')}"
+        watched.append(cid)
+        start = new_code_cell(f"import utils.grading as _course_grading\n_course_grading.cell_watch_start({cid!r})",
+                              metadata={"course_watch": True})
+        stop = new_code_cell(f"import utils.grading as _course_grading\n_course_grading.cell_watch_stop({cid!r})",
+                             metadata={"course_watch": True})
+        cells += [start, cell, stop]
+    return cells, watched
 
 
 class JudgeProcess:
@@ -165,13 +196,14 @@ class JudgeProcess:
         self.proc.stdin.write(json.dumps(json.loads(text)) + "\n")
         self.proc.stdin.flush()
 
-    def decide(self, records, timeout=900):
+    def decide(self, records, watched=(), timeout=900):
         import subprocess
 
         from utils.grading import READY_LINE, VERDICTS_LINE
 
+        request = json.dumps({"records": str(records), "watched": list(watched)})
         try:
-            out, err = self.proc.communicate(str(records) + "\n", timeout=timeout)
+            out, err = self.proc.communicate(request + "\n", timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, err = self.proc.communicate()
@@ -185,9 +217,9 @@ class JudgeProcess:
         return json.loads(verdicts[-1][len(VERDICTS_LINE):])
 
 
-def run_judge(source, records, log=None, timeout=900):
+def run_judge(source, records, watched=(), log=None, timeout=900):
     """Both steps at once, on records already written: grade_id -> None or a reason."""
-    return JudgeProcess(source, log=log).decide(records, timeout=timeout)
+    return JudgeProcess(source, log=log).decide(records, watched, timeout=timeout)
 
 
 def tamper_report(nb):

@@ -217,6 +217,9 @@ def attack_submission(released, attack):
     for cell in nb.cells:
         if grade_id(cell) in attack.answers:
             cell.source = attack.answers[grade_id(cell)]
+    for gid, source in attack.added.items():   # a cell of the student's own, inserted before gid's cell
+        i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+        nb.cells.insert(i, nbformat.v4.new_code_cell(source))
     return nb
 
 

@@ -39,7 +39,9 @@ function reached (a ``TorchFunctionMode``: ``torch.ops.aten.*``, the C function 
 any alias are all seen by name) and every Python function of ``utils`` or ``torch.nn`` entered (by its
 code's file and qualified name: clones, second copies of a module and subclasses holding a copied
 method share the code). After run(), a canary touches both channels; the judge requires the canary in
-the log, so a detector that was switched off is itself a failure. What this cannot see: code that
+the log, so a detector that was switched off is itself a failure. Under autograde every code cell
+that is not the course's own (answer cells, changed or added cells) runs under a watch as well
+(:func:`cell_watch_start`), so a forbidden call made to precompute results is seen. What this cannot see: code that
 switches the detector off and on again around a forbidden call, or that rewrites the record; see
 INSTRUCTORS.md, "What the grader guarantees".
 """
@@ -261,8 +263,12 @@ def forbidden_names(targets: Iterable[Any]) -> dict[str, str]:
             else:
                 names[attr] = label
         elif isinstance(target, type):
+            import inspect
+
             for attr, obj in vars(target).items():
-                if isinstance(obj, types.FunctionType) and attr not in ("__init__", "__setstate__", "__repr__"):
+                obj = inspect.unwrap(obj) if callable(obj) else obj   # a method under @torch.no_grad() too
+                if isinstance(obj, types.FunctionType) and attr not in ("__init__", "__setstate__", "__repr__") \
+                        and _where(obj.__code__) is not None:
                     python(obj, f"{target.__name__}.{attr}")
         elif isinstance(target, types.FunctionType):
             python(target, f"{target.__module__}.{target.__qualname__}")
@@ -280,6 +286,38 @@ def check_log(log: list[str], canary: list[str], forbidden: dict[str, str]) -> N
     if missing:
         raise ForbiddenCall("the grader's call detector was switched off while your code ran "
                             f"(canary not seen: {', '.join(missing)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cells watched whole: under autograde, every code cell of the section that is not the course's own
+# (answer cells, set-up cells the student changed, cells the student added) runs between
+# cell_watch_start and cell_watch_stop, so a forbidden built-in called when the cell runs (to
+# precompute tables or masks that a function then returns) is in a log too.
+
+_CELL_WATCHES: dict[str, Watch] = {}
+
+
+def cell_watch_start(cell_id: str) -> None:
+    watch = Watch()
+    watch.__enter__()
+    _CELL_WATCHES[cell_id] = watch
+
+
+def cell_watch_stop(cell_id: str) -> None:
+    watch = _CELL_WATCHES.pop(cell_id)
+    try:
+        canary = watch.canary()
+    finally:
+        watch.__exit__(None, None, None)
+    got = {"result": None, "log": watch.log[:len(watch.log) - len(canary)], "canary": canary}
+    directory = os.environ.get(RECORDS_ENV)
+    if directory:
+        path = record_path(directory, f"cell_{cell_id}")
+        path.with_suffix(".tmp").write_bytes(to_bytes(got))
+        os.replace(path.with_suffix(".tmp"), path)
+
+
+_WATCHED_CELLS: list[str] = []   # judge mode: the cells autograde watched (Judge.decide sets it)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,10 +366,22 @@ def _judge(grade_id, x, got, judge, forbid):
     if not isinstance(got, dict) or "result" not in got:
         raise AssertionError(f"{grade_id}: malformed record")
     if forbid:
+        names = forbidden_names(forbid)
         log, canary = got.get("log"), got.get("canary")
         if not (isinstance(log, list) and isinstance(canary, list)):
             raise AssertionError(f"{grade_id}: the record has no call log")
-        check_log(log, canary, forbidden_names(forbid))
+        check_log(log, canary, names)
+        judging = os.environ.get(JUDGE_ENV)
+        import utils.grading as this
+        for cell_id in (this._WATCHED_CELLS if judging else []):
+            path = record_path(judging, f"cell_{cell_id}")
+            if not path.is_file():
+                raise AssertionError(f"{grade_id}: your cell {cell_id} left no call log (it was cut short)")
+            cell = from_bytes(path.read_bytes())
+            try:
+                check_log(cell.get("log") or [], cell.get("canary") or [], names)
+            except ForbiddenCall as e:
+                raise ForbiddenCall(f"{e} (when your cell {cell_id} ran, before the checks)") from None
     judge(x, got["result"])
 
 
@@ -406,12 +456,14 @@ class Judge:
                 with contextlib.redirect_stdout(sink):
                     exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
 
-    def decide(self, records: str | os.PathLike) -> dict[str, str | None]:
-        """grade_id -> None (passed) or the reason it failed, for every graded code cell."""
+    def decide(self, records: str | os.PathLike, watched: list[str] | None = None) -> dict[str, str | None]:
+        """grade_id -> None (passed) or the reason it failed, for every graded code cell. ``watched``:
+        the ids of the cells autograde ran under :func:`cell_watch_start` (their logs must be clean)."""
         import contextlib
         import io
         import traceback
 
+        self._this._WATCHED_CELLS[:] = list(watched or [])
         os.environ[JUDGE_ENV] = str(Path(records).resolve())
         verdicts: dict[str, str | None] = {}
         sink = io.StringIO()
@@ -475,16 +527,16 @@ def serve() -> int:
     """``python -I -m utils.grading serve``: the judge as autograde runs it, over a pipe.
 
     Reads the source notebook (one line of JSON) from stdin, prepares (:class:`Judge`), prints
-    :data:`READY_LINE`, then waits for one line, the records folder, and prints the verdicts as one
-    JSON line. Nothing it reads or writes goes through a file that the student's kernel could reach
+    :data:`READY_LINE`, then waits for one line, ``{"records": folder, "watched": [cell ids]}``, and
+    prints the verdicts as one JSON line. Nothing it reads or writes goes through a file that the student's kernel could reach
     between the two steps, except the records themselves."""
     import nbformat
 
     judge = Judge(nbformat.reads(sys.stdin.readline(), as_version=4))
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
-    records = sys.stdin.readline().strip()
-    verdicts = judge.decide(records)
+    request = json.loads(sys.stdin.readline())
+    verdicts = judge.decide(request["records"], request.get("watched", []))
     sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
     sys.stdout.flush()
     return 0

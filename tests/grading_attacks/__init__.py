@@ -41,6 +41,7 @@ class Attack:
     note: str = ""
     fast: bool = False             # also in `make test` (the rest in `make test-grading`)
     honest: list[str] = field(default_factory=list)  # check cells the submission answers honestly: full marks
+    added: dict[str, str] = field(default_factory=dict)  # grade_id -> a code cell the student inserts before it
 
 
 SILENCE_AST = '''\

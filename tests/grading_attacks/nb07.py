@@ -43,6 +43,17 @@ def train_and_measure(residual, seed=0):
 '''
 
 ATTACKS = [
+    # 3: the forbidden built-in called before any check runs, its results cached for the function to return
+    Attack("built-in called when the answer cell runs: causal masks precomputed for every length", 3,
+           {"ex1": "from utils.attention import causal_mask as cm, key_padding_mask as kpm\n"
+                   "_CAUSAL = {T: cm(T) for T in range(1, 129)}\n\n\n"
+                   "def decoder_self_mask(tgt, pad_id=0):\n"
+                   "    return _CAUSAL[tgt.shape[1]] & (tgt != pad_id)[:, None, None, :]\n"}, _EX1, fast=True),
+    Attack("built-in called in a cell the student added: causal masks precomputed there", 3,
+           {"ex1": "def decoder_self_mask(tgt, pad_id=0):\n"
+                   "    return _CAUSAL[tgt.shape[1]] & (tgt != pad_id)[:, None, None, :]\n"},
+           _EX1, added={"ex1": "from utils.attention import causal_mask\n"
+                               "_CAUSAL = {T: causal_mask(T) for T in range(1, 129)}\n"}),
     # 3: the forbidden built-in reached without touching the grader
     Attack("built-in under another name: utils' mask helpers imported as cm and kpm", 3,
            {"ex1": "from utils.attention import causal_mask as cm, key_padding_mask as kpm\n\n\n"
