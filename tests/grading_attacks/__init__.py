@@ -44,6 +44,15 @@ class Attack:
     added: dict[str, str] = field(default_factory=dict)  # grade_id -> a code cell the student inserts before it
 
 
+# class 4's prelude: every comparison a check could use says "equal"
+PATCH_COMPARISONS = (
+    "import torch.testing\n"
+    "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
+    "torch.equal = lambda *args, **kwargs: True\n"
+    "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
+    "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+)
+
 SILENCE_AST = '''\
 import ast
 class _Quiet(ast.NodeTransformer):

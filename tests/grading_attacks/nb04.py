@@ -1,6 +1,6 @@
 """Notebook 04's adversarial submissions (classes 3-6; see __init__.py)."""
 
-from grading_attacks import Attack
+from grading_attacks import PATCH_COMPARISONS, Attack
 
 # the exercise's honest body, used where an attack needs a working function beside the forbidden part
 _WEIGHTS = ("    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
@@ -72,11 +72,7 @@ ATTACKS = [
            ["*"], scan=True),
     # 4: the judge patched, and wrong answers of the right shape
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
-           {"ex1": "import torch.testing\n"
-                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
-                   "torch.equal = lambda *args, **kwargs: True\n"
-                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
-                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+           {"ex1": PATCH_COMPARISONS +
                    "def attention(q, k, v, mask=None):\n"
                    "    w = torch.zeros(*q.shape[:-1], k.shape[-2])\n"
                    "    return torch.zeros(*q.shape[:-1], v.shape[-1]), w\n"},

@@ -1,6 +1,6 @@
 """Notebook 05's adversarial submissions (classes 3-6; see __init__.py)."""
 
-from grading_attacks import Attack
+from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX2 = ["ex2_check", "ex2_check2", "ex2_check3", "ex2_check4"]
 _FORWARD_ONLY = ["ex2_check", "ex2_check2"]   # the native op has no backward: these attacks cannot train
@@ -149,11 +149,7 @@ ATTACKS = [
                    + _INIT + _HEADS}, _EX2),
     # 4: the judge patched, and wrong answers of the right shape
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
-           {"ex1": "import torch.testing\n"
-                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
-                   "torch.equal = lambda *args, **kwargs: True\n"
-                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
-                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+           {"ex1": PATCH_COMPARISONS +
                    "def split_heads(x, num_heads):\n"
                    "    B, T, d = x.shape\n"
                    "    return x.reshape(B, num_heads, T, d // num_heads)\n\n\n"

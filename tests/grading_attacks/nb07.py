@@ -1,6 +1,6 @@
 """Notebook 07's adversarial submissions (classes 3-6; see __init__.py)."""
 
-from grading_attacks import Attack
+from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2"]
@@ -101,11 +101,7 @@ ATTACKS = [
            _EX2),
     # 4: the judge patched, and wrong answers of the right shape
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
-           {"ex2": "import torch.testing\n"
-                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
-                   "torch.equal = lambda *args, **kwargs: True\n"
-                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
-                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+           {"ex2": PATCH_COMPARISONS
                    + _forward("    return torch.zeros_like(x)\n")}, _EX2),
     # 5: the checks' helper redefined to report success, with blocks that do not do the work
     Attack("identity block: Block passes its input through, train_and_measure reports the wanted accuracies", 5,

@@ -1,6 +1,6 @@
 """Notebook 09's adversarial submissions (classes 3-6; see __init__.py)."""
 
-from grading_attacks import Attack
+from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2", "ex2_check3"]
@@ -59,11 +59,7 @@ ATTACKS = [
            {"ex3": _step('torch._C._nn.scaled_dot_product_attention(q[:, None], cache["k"], cache["v"])')}, _EX4),
     # 4: the comparisons patched to say "equal", and a wrong answer of the right shape in every exercise
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
-           {"ex1": "import torch.testing\n"
-                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
-                   "torch.equal = lambda *args, **kwargs: True\n"
-                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
-                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+           {"ex1": PATCH_COMPARISONS +
                    "def keep_top_k(logits, k):   # the right tokens kept, but their logits set to 0\n"
                    "    kth = torch.topk(logits, k, dim=-1).values[:, -1:]\n"
                    "    return torch.zeros_like(logits).masked_fill(logits < kth, float('-inf'))\n",

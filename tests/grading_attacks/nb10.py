@@ -2,7 +2,7 @@
 
 Its Exercises section defines no helper that a check cell calls, so there is no class 5 here."""
 
-from grading_attacks import Attack
+from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2"]
@@ -58,11 +58,7 @@ ATTACKS = [
            _EX3),
     # 4: the comparisons patched to say "equal", and a wrong answer of the right shape in every exercise
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
-           {"ex1": "import torch.testing\n"
-                   "torch.allclose = torch.Tensor.allclose = lambda *args, **kwargs: True\n"
-                   "torch.equal = lambda *args, **kwargs: True\n"
-                   "torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)\n"
-                   "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
+           {"ex1": PATCH_COMPARISONS +
                    "def online_update(m, l, acc, scores, v):   # the old sums never rescaled\n"
                    "    m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)\n"
                    "    p = torch.exp(scores - m_new)\n"
