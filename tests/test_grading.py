@@ -108,6 +108,45 @@ def test_a_detector_switched_off_is_itself_a_failure():
         check_log(w.log, canary, SDPA_NAMES)
 
 
+@pytest.mark.parametrize("switch_off,lost", [
+    (lambda w: sys.setprofile(None), CANARY_PYTHON),                # the C profiler's hook removed
+    (lambda w: w._mode.__exit__(None, None, None), CANARY_TORCH),   # the torch function mode popped
+], ids=["profile", "mode"])
+def test_each_channel_switched_off_alone_loses_its_canary(switch_off, lost):
+    with Watch() as w:
+        switch_off(w)
+        canary = w.canary()
+    assert lost not in canary and len(canary) == 1
+    with pytest.raises(ForbiddenCall, match="switched off"):
+        check_log(w.log, canary, SDPA_NAMES)
+
+
+def test_a_nested_watch_leaves_the_outer_one_armed_and_seeing_what_it_saw():
+    with Watch() as outer:
+        with Watch() as inner:
+            utils.attention.scaled_dot_product_attention(q, q, q)
+            inner_canary = inner.canary()
+        outer_canary = outer.canary()
+    for w, canary in ((inner, inner_canary), (outer, outer_canary)):
+        assert canary == [CANARY_TORCH, CANARY_PYTHON]
+        with pytest.raises(ForbiddenCall, match="scaled_dot_product_attention"):
+            check_log(w.log[:len(w.log) - len(canary)], canary, SDPA_NAMES)
+
+
+def test_the_python_hook_fallback_sees_calls_and_its_canary(monkeypatch):
+    """Where cProfile cannot start (Python 3.12+ with another profiler active) a profile function is used."""
+    import cProfile
+
+    def refuse(self, *args, **kwargs):
+        raise ValueError("Another profiling tool is already active")
+
+    monkeypatch.setattr(cProfile.Profile, "enable", refuse)
+    log, canary = _log(lambda: utils.attention.scaled_dot_product_attention(q, q, q))
+    assert canary == [CANARY_TORCH, CANARY_PYTHON] and sys.getprofile() is None
+    with pytest.raises(ForbiddenCall):
+        check_log(log, canary, SDPA_NAMES)
+
+
 def test_refuses_targets_it_cannot_recognise():
     with pytest.raises(TypeError, match="pairs, Python functions or classes"):
         forbidden_names([42])

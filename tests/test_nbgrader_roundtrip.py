@@ -334,8 +334,11 @@ def test_solutions_score_full_marks_and_hidden_tests_ran(course):
     for p in paths:
         got = scores(root, p.stem, p.stem, "solution")
         auto = {k: v for k, v in got.items() if v[2] == "code"}
-        assert all(score == top for score, top, _ in auto.values()), (p.name, auto)
         nb = autograded(root, p.stem, "solution", p.name)
+        if not all(score == top for score, top, _ in auto.values()):
+            why = [f"{grade_id(c)}: {o.ename}: {o.evalue[:1500]}" for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs if o.output_type == "error"][:3]
+            raise AssertionError(f"{p.name}: the solution lost points {auto}; first errors: {why}")
         hidden = [c for c in nb.cells if c.cell_type == "code" and HIDDEN in c.source]
         assert hidden, f"{p.name}: no hidden tests in the autograded notebook"
         for cell in hidden:

@@ -36,8 +36,8 @@ Three modes, chosen by the environment:
 
 Forbidden built-ins are found by behaviour: while run() executes, :class:`Watch` logs every PyTorch
 function reached (a ``TorchFunctionMode``: ``torch.ops.aten.*``, the C function behind a wrapper and
-any alias are all seen by name) and every Python function of ``utils`` or ``torch.nn`` entered (by its
-code's file and qualified name: clones, second copies of a module and subclasses holding a copied
+any alias are all seen by name) and every Python function of ``utils`` or ``torch.nn`` entered (``cProfile``'s
+code objects, read by their file and qualified name: clones, second copies of a module and subclasses holding a copied
 method share the code). After run(), a canary touches both channels; the judge requires the canary in
 the log, so a detector that was switched off is itself a failure. Under autograde every code cell
 that is not the course's own (answer cells, changed or added cells) runs under a watch as well
@@ -176,13 +176,28 @@ def _where(code: types.CodeType) -> str | None:
     return None
 
 
+_ACTIVE: list["Watch"] = []   # watches entered and not yet left, innermost last
+
+
 class Watch:
     """Context manager: ``log`` gets every torch function name and every utils / torch.nn Python
-    function (``utils/attention.py:scaled_dot_product_attention``) reached inside the block."""
+    function (``utils/attention.py:scaled_dot_product_attention``) reached inside the block.
+
+    Two channels, both cheap enough to leave on during training: a ``TorchFunctionMode`` that only
+    adds each function object to a set, and ``cProfile`` (a C profiler: no Python runs per call) whose
+    code objects are read when the log is collected (at :meth:`canary` and on exit). Where another
+    profiler holds the interpreter's hook (Python 3.12+ allows one), a Python profile function is used
+    instead. The log is filled when the watch collects: read it after :meth:`canary` or after the block.
+    """
 
     def __init__(self):
         self.log: list[str] = []
         self._seen: set[str] = set()
+        self._funcs: set[Any] = set()
+        self._canary_funcs: set[Any] = set()
+        self._codes: set[types.CodeType] = set()   # the Python-hook fallback's code objects
+        self._prof = None
+        self._in_canary = False
 
     def _add(self, name: str) -> None:
         if name not in self._seen:
@@ -196,43 +211,103 @@ class Watch:
 
         class _Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                name = _short(func)
-                watch._add(CANARY_TORCH if name == "sin" and watch._in_canary else name)
+                try:
+                    (watch._canary_funcs if watch._in_canary else watch._funcs).add(func)
+                except TypeError:   # an unhashable callable: named at once
+                    watch._add(_short(func))
                 return func(*args, **(kwargs or {}))
 
-        self._in_canary = False
         self._mode = _Mode()
         self._old_profile = sys.getprofile()
-
-        def profile(frame, event, arg):
-            if event == "call":
-                where = _where(frame.f_code)
-                if where is not None:
-                    watch._add(where)
-
-        sys.setprofile(profile)
+        if _ACTIVE:
+            _ACTIVE[-1]._pause()
+        _ACTIVE.append(self)
+        self._resume()
         self._mode.__enter__()
         return self
 
+    def _resume(self) -> None:
+        import cProfile
+
+        if self._prof is None:
+            self._prof = cProfile.Profile()
+        if self._prof is not False:
+            try:
+                self._prof.enable(subcalls=False, builtins=False)
+                return
+            except ValueError:   # Python 3.12+: another profiler holds sys.monitoring's profiler slot
+                self._prof = False
+        codes = self._codes
+
+        def profile(frame, event, arg):
+            if event == "call":
+                codes.add(frame.f_code)
+
+        sys.setprofile(profile)
+
+    def _pause(self) -> None:
+        if self._prof:
+            self._prof.disable()
+        else:
+            sys.setprofile(None)
+
+    def _calls(self) -> dict[types.CodeType, int]:
+        if not self._prof:
+            return dict.fromkeys(tuple(self._codes), 1)   # a copy first: the hook may add while this runs
+        return {s.code: s.callcount for s in self._prof.getstats() if not isinstance(s.code, str)}
+
+    def _collect(self) -> None:
+        for func in self._funcs:
+            self._add(_short(func))
+        self._funcs.clear()
+        for code in self._calls():
+            where = _where(code)
+            if where is not None and not where.startswith("utils/grading.py:"):
+                self._add(where)
+
     def canary(self) -> list[str]:
-        """Run the canary; return what the log got from it (both channels, when still armed)."""
-        before = len(self.log)
-        self._seen.discard(CANARY_TORCH)
-        self._seen.discard(CANARY_PYTHON)
+        """Collect the log, run the canary and append what each channel saw of it (``CANARY_TORCH``,
+        ``CANARY_PYTHON``, when still armed); return those entries, the log's last ones."""
+        self._collect()
+        self._codes.discard(_canary.__code__)
+        before = self._calls().get(_canary.__code__, 0)
+        self._canary_funcs.clear()
         self._in_canary = True
         try:
             _canary()
         finally:
             self._in_canary = False
-        return self.log[before:]
+        seen = []
+        if any(_short(f) == "sin" for f in self._canary_funcs):
+            seen.append(CANARY_TORCH)
+        if self._calls().get(_canary.__code__, 0) > before:
+            seen.append(CANARY_PYTHON)
+        self.log += seen
+        self._canary_seen = seen
+        return seen
 
     def __exit__(self, *exc):
+        import cProfile
+
         try:
             self._mode.__exit__(*exc)
         except RuntimeError:  # already popped by the code under watch (the canary has said so)
             pass
         finally:
-            sys.setprofile(self._old_profile)
+            self._pause()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+            if _ACTIVE:
+                _ACTIVE[-1]._resume()
+            elif self._old_profile is not None and not isinstance(self._old_profile, cProfile.Profile):
+                sys.setprofile(self._old_profile)   # a foreign Python profile function that was there before
+        seen = getattr(self, "_canary_seen", None) or []
+        del self.log[len(self.log) - len(seen):]   # keep the canary's entries last
+        self._collect()
+        if _ACTIVE:   # what a nested watch saw, the enclosing one reached too
+            for name in self.log:
+                _ACTIVE[-1]._add(name)
+        self.log += seen
         return False
 
 
@@ -493,7 +568,8 @@ def judge_notebook(source_path: str | os.PathLike, records: str | os.PathLike) -
 
 TAMPER_PATTERNS = (
     "get_ipython", "ast_transformers", "input_transformers", "run_cell", "events.register", "set_custom_exc",
-    "setprofile", "settrace", "sys.modules", "__code__", "_getframe", "f_back", "f_locals", "f_globals",
+    "setprofile", "getprofile", "settrace", "cProfile", "_lsprof", "sys.monitoring", "sys.modules", "__code__",
+    "_getframe", "f_back", "f_locals", "f_globals",
     "utils.grading", "COURSE_GRADING", "TorchFunctionMode", "TorchDispatchMode", "_pop_mode", "_push_mode",
     "DisableTorch", "torch.ops", "torch._C", "__builtins__", "builtins", "importlib", "__import__",
     "gc.get_", "exec(", "eval(", "compile(", "globals()", "setattr(torch", "torch.allclose =",
