@@ -1,7 +1,12 @@
 """The course's notebooks as an nbgrader course: preprocessors, the release, and a course directory.
 
-Three pieces, used by ``nbgrader_config.py``, ``scripts/make_student.py`` and the round-trip test:
+Four pieces, used by ``nbgrader_config.py``, ``scripts/make_student.py`` and the round-trip test:
 
+- ``student_edition``: the notebook a class's student is given, before nbgrader's release: no
+  speaker-notes cells, no passages marked ``<!-- learner-only -->…<!-- /learner-only -->`` (pointers
+  to the repository's scripts, run logs and instructor files), the ``<!-- student-only: … -->``
+  wording shown instead, no ``# NBVAL_`` directives. The course directory's source notebooks are
+  this edition (answers and hidden tests still in), so autograde, the judge and the release agree;
 - ``ClearReleaseMetadata``: a released notebook carries no ipywidgets state, no execution
   timestamps and no collapsed (``source_hidden``) cells;
 - ``RELEASE_PREPROCESSORS``: nbgrader's ``generate_assignment`` pipeline with it added;
@@ -22,8 +27,10 @@ Build a course directory (source/ and release/, one assignment per notebook, nam
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -60,6 +67,30 @@ def exercise_section_start(nb) -> int | None:
         ):
             return i
     return None
+
+
+LEARNER_ONLY = re.compile(r"<!-- learner-only -->.*?<!-- /learner-only -->", re.S)
+STUDENT_ONLY = re.compile(r"<!-- student-only: (.*?) -->", re.S)
+NBVAL_DIRECTIVE = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*(\n|$)", re.M)
+
+
+def is_speaker_notes(cell) -> bool:
+    return cell.metadata.get("slideshow", {}).get("slide_type") == "notes"
+
+
+def student_edition(nb):
+    """A copy of a course notebook as a class's student is to have it (before nbgrader's release,
+    which then stubs the answers and removes the hidden tests): no speaker notes, learner-only
+    passages out, student-only wording in, no nbval directives."""
+    nb = nbformat.from_dict(copy.deepcopy(nb))
+    nb.cells = [c for c in nb.cells if not is_speaker_notes(c)]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text = STUDENT_ONLY.sub(lambda m: m.group(1), LEARNER_ONLY.sub("", cell.source))
+            cell.source = text.strip("\n")
+        elif cell.cell_type == "code":
+            cell.source = NBVAL_DIRECTIVE.sub("", cell.source)
+    return nb
 
 
 class ClearReleaseMetadata(NbGraderPreprocessor):
@@ -291,14 +322,15 @@ RELEASE_CONFIG = {"ClearMarkScheme": {"enforce_metadata": False}}
 
 
 def release(nb):
-    """The notebook nbgrader's ``generate_assignment`` releases, computed in memory.
+    """The notebook nbgrader's ``generate_assignment`` releases, computed in memory (from the
+    student edition, as ``build_course`` writes the source folder).
 
     The same preprocessors in the same order, less ``SaveCells`` (it writes the gradebook) and
     ``IncludeHeaderFooter`` (no header is configured); the round-trip test checks the two agree.
     """
     from traitlets.config import Config
 
-    nb = nbformat.from_dict(nb)
+    nb = student_edition(nb)
     resources = {}
     config = Config(RELEASE_CONFIG)
     for pp in RELEASE_PREPROCESSORS:
@@ -340,7 +372,8 @@ def course_config(root: Path):
 
 
 def build_course(root: Path, notebooks: list[Path], log_level: str = "WARNING"):
-    """Write ``root/source/<name>/<name>.ipynb`` for each notebook and release it with nbgrader."""
+    """Write ``root/source/<name>/<name>.ipynb`` for each notebook (its :func:`student_edition`, answers
+    and hidden tests kept) and release it with nbgrader."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
@@ -351,7 +384,7 @@ def build_course(root: Path, notebooks: list[Path], log_level: str = "WARNING"):
     for p in notebooks:
         dest = root / "source" / p.stem
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(p, dest / p.name)
+        nbformat.write(student_edition(nbformat.read(p, as_version=4)), dest / p.name)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     for p in notebooks:
         result = api.generate_assignment(p.stem, force=True, create=True)

@@ -28,6 +28,7 @@ WORDS_PER_MIN, CODE_LINES_PER_MIN, MIN_PER_FIGURE = 150, 8, 1.0
 SKIP_SECTIONS = {"exercises", "summary"}
 LINE_RE = re.compile(r"^\*≈ \d+ min\*$")
 SOLUTION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
+STUDENT_ONLY = re.compile(r"<!-- student-only: .*? -->", re.S)   # not in the learner's edition
 
 
 def _notes(cell) -> bool:
@@ -52,7 +53,7 @@ def minutes(cells) -> int:
     for cell in cells:
         if _notes(cell):
             continue
-        src = SOLUTION.sub("", cell.source)
+        src = STUDENT_ONLY.sub("", SOLUTION.sub("", cell.source))
         if cell.cell_type == "markdown":
             text = "\n".join(l for l in src.splitlines() if not LINE_RE.match(l.strip()))
             words += len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " x ", text)))

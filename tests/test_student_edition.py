@@ -1,0 +1,115 @@
+"""The student edition: what a class's student is given holds only what a student has.
+
+One source, three editions (README, "Three editions"): the notebooks in ``notebooks/`` are the
+learner's edition (speaker notes collapsed, model answers behind their toggle); ``make student`` /
+``make course`` give the student's (``scripts/nbgrader_course.py``: ``student_edition``, then
+nbgrader's release); the decks keep the notes for the lecturer. These tests build the student edition
+of every notebook (in memory: the same functions ``make student`` runs) and fail on anything a
+student could not use: speaker notes, pointers to the repository's scripts, run logs and instructor
+files, promises of cells the release does not have, test-runner directives, grading markers.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from nbgrader_course import (LEARNER_ONLY, STUDENT_ONLY, exercise_section_start, is_speaker_notes,  # noqa: E402
+                             release, student_edition)
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+# What must not be in a student's notebook, and why.
+LEFTOVERS = {
+    r"(?i)speaker notes": "speaker notes are the lecturer's",
+    r"INSTRUCTORS\.md": "an instructor's file",
+    r"\bscripts/": "the repository's scripts (a student has the notebook and the course package)",
+    r"\bruns/": "the repository's run logs",
+    r"(?i)\bcollapsed\b": "a promise of collapsed model-answer cells the release does not have",
+    r"(?i)\bcommitted\b": "the repository's history",
+    r"NBVAL_": "a test-runner directive",
+    r"(?i)\bseed 0\d\d\b": "the course's source documents",
+    r"(?i)model answer": "model answers are not released",
+    r"learner-only|student-only": "an edition marker",
+    r"### (BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)": "an nbgrader marker",
+    r"hidden_check\(|COURSE_GRADING": "the hidden tests",
+}
+
+
+def _read(path):
+    return nbformat.read(path, as_version=4)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_the_student_edition_has_no_leftovers(path):
+    nb = release(_read(path))
+    found = [f"cell {i} ({cell.cell_type}): {why}: {m.group(0)!r} in {cell.source[max(0, m.start() - 60):m.end() + 40]!r}"
+             for i, cell in enumerate(nb.cells) for pattern, why in LEFTOVERS.items()
+             for m in [re.search(pattern, cell.source)] if m]
+    assert not any(is_speaker_notes(c) for c in nb.cells)
+    assert not found, f"{path.name}, student edition:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_the_student_edition_keeps_the_lesson_and_every_exercise(path):
+    """Only notes cells go; every code cell keeps its code (less nbval directives); the Exercises
+    section and every graded cell are there."""
+    nb, edition = _read(path), student_edition(_read(path))
+    kept = [c for c in nb.cells if not is_speaker_notes(c)]
+    assert len(edition.cells) == len(kept)
+    for before, after in zip(kept, edition.cells):
+        assert before.cell_type == after.cell_type and before.metadata.get("nbgrader") == after.metadata.get("nbgrader")
+        if before.cell_type == "code":
+            assert [line for line in before.source.splitlines() if not line.startswith("# NBVAL_")] \
+                == after.source.splitlines()
+    assert exercise_section_start(edition) is not None
+
+
+def test_the_edition_markers_are_removed_and_replaced():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Keep this.<!-- learner-only --> Run `scripts/x.py`.<!-- /learner-only -->"
+                                      "<!-- student-only: Ask your instructor. --> End."),
+        nbformat.v4.new_markdown_cell("**Speaker notes** · say this", metadata={"slideshow": {"slide_type": "notes"}}),
+        nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(1)\n"),
+    ])
+    out = student_edition(nb)
+    assert [c.source for c in out.cells][:1] == ["Keep this.Ask your instructor. End."]
+    assert len(out.cells) == 2 and out.cells[1].source == "print(1)\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_the_learner_edition_markers_are_well_formed_and_invisible(path):
+    """Markers pair up, do not nest, and render as nothing in the learner's edition: an HTML comment
+    that opens a line must be the whole line (CommonMark would otherwise show the rest of the line
+    as raw HTML)."""
+    for i, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "markdown":
+            assert "learner-only" not in cell.source and "student-only" not in cell.source, f"cell {i}: markers are for markdown"
+            continue
+        opens, closes = cell.source.count("<!-- learner-only -->"), cell.source.count("<!-- /learner-only -->")
+        assert opens == closes == len(LEARNER_ONLY.findall(cell.source)), f"cell {i}: unpaired or nested learner-only"
+        for m in STUDENT_ONLY.finditer(cell.source):
+            assert "--" not in m.group(1), f"cell {i}: '--' inside a comment"
+        for line in cell.source.splitlines():
+            if line.startswith("<!--") and ("learner-only" in line or "student-only" in line):
+                assert re.fullmatch(r"<!--.*?-->", line), f"cell {i}: a marker opens the line {line[:80]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
+    """In the learner's edition every speaker-notes cell is collapsed (JupyterLab shows a bar) and none
+    sits between an exercise's prompt and its answer or check cells."""
+    nb = _read(path)
+    for i, cell in enumerate(nb.cells):
+        if not is_speaker_notes(cell):
+            continue
+        assert cell.metadata.get("jupyter", {}).get("source_hidden"), f"cell {i}: speaker notes not collapsed"
+        after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
+        assert not (after is not None and after.metadata.get("nbgrader", {}).get("solution")), \
+            f"cell {i}: speaker notes between an exercise's prompt and its answer"
