@@ -9,6 +9,8 @@
 #   make course     an nbgrader course directory in course/ (source -> release, one assignment per notebook)
 #   make test-grading    the nbgrader round trip on every notebook, every adversarial submission
 #                        (make test runs it on 07 and 10, with a few of the attacks)
+#   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
+#                        (make test runs 04 and 09)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -39,7 +41,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading slides handouts clean
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean
 
 install: $(STAMP)
 
@@ -106,6 +108,11 @@ test-grading: $(STAMP)
 	@start=$$(date +%s); \
 	COURSE_GRADING_NOTEBOOKS=all COURSE_GRADING_ATTACKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
 	echo "grading round trip wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+test-checks: $(STAMP)
+	@start=$$(date +%s); \
+	COURSE_WRONG_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_wrong_answers.py $(PYTEST_ARGS); rc=$$?; \
+	echo "wrong-answer run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
 # solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/build_decks.py.

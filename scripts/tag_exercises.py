@@ -15,8 +15,10 @@ Conventions (CONTRIBUTING.md):
   sees one "Model answer" line and opens it on a click. The release unwraps it
   (``scripts/nbgrader_course.py``), so a student's answer cell is plain markdown.
 
-Cells are numbered in order (``ex1``, ``ex1_check``, ``ex1_check2``, ``q1`` ...).
-Every other cell's nbgrader metadata is removed. Usage::
+Grade ids follow the exercise headings (``**Exercise 3 — …`` or ``### Exercise 3 — …``): Exercise 3's
+answer cell is ``ex3`` (a code answer or an open question's), its check cells ``ex3_check``,
+``ex3_check2`` ..., so a gradebook line names the exercise the notebook shows. Every other cell's
+nbgrader metadata is removed. ``--table`` prints the gradebook table of INSTRUCTORS.md. Usage::
 
     python scripts/tag_exercises.py notebooks/01_tokens_and_embeddings.ipynb [...]
     python scripts/tag_exercises.py --check notebooks/*.ipynb   # exit 1 if any would change
@@ -28,6 +30,7 @@ import argparse
 import copy
 import re
 import sys
+from pathlib import Path
 
 import nbformat
 
@@ -81,20 +84,27 @@ def collapse(cell, hidden: bool) -> None:
         cell.metadata.pop("jupyter", None)
 
 
+EXERCISE_RE = re.compile(r"(?m)^(?:\*\*|### )Exercise (\d+) —")
+
+
 def tag(nb) -> None:
-    n_ex = n_q = 0
+    number = None      # the exercise whose heading came last
     last_ex = None
     n_checks = 0
+    used = set()
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
+        heading = EXERCISE_RE.search(cell.source) if cell.cell_type == "markdown" else None
+        if heading:
+            number = int(heading.group(1))
         if is_solution(cell):
-            if cell.cell_type == "code":
-                n_ex += 1
-                last_ex, n_checks = f"ex{n_ex}", 0
-                grade_id = last_ex
-            else:
-                n_q += 1
-                grade_id = f"q{n_q}"
+            if number is None:
+                raise SystemExit(f"an answer cell comes before any exercise heading (**Exercise N — …):\n{cell.source[:200]}")
+            grade_id = f"ex{number}"
+            if grade_id in used:
+                raise SystemExit(f"Exercise {number} has two answer cells; put the answer in one cell:\n{cell.source[:200]}")
+            used.add(grade_id)
+            last_ex, n_checks = (grade_id, 0) if cell.cell_type == "code" else (last_ex, n_checks)
             meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
             if cell.cell_type == "markdown":  # open questions are graded by hand, by their mark scheme
                 if MARK_SCHEME not in cell.source:
@@ -103,8 +113,8 @@ def tag(nb) -> None:
                 cell.source = wrap_details(cell.source)
             collapse(cell, True)
         elif is_check(cell):
-            if last_ex is None:
-                raise SystemExit(f"a '# CHECK' cell comes before any exercise cell:\n{cell.source[:200]}")
+            if last_ex is None or last_ex != f"ex{number}":
+                raise SystemExit(f"a '# CHECK' cell must follow its exercise's code answer cell:\n{cell.source[:200]}")
             n_checks += 1
             grade_id = f"{last_ex}_check" + ("" if n_checks == 1 else str(n_checks))
             meta = {"grade": True, "solution": False, "locked": True,
@@ -115,6 +125,28 @@ def tag(nb) -> None:
         cell.metadata["nbgrader"] = meta
 
 
+def gradebook_table(paths) -> str:
+    """INSTRUCTORS.md's table: per notebook and exercise, its heading, grade ids and points."""
+    rows = ["| notebook | exercise | answer cell | check cells (points) |", "|---|---|---|---|"]
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        titles, cells = {}, {}
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                for m in re.finditer(r"(?m)^(?:\*\*|### )Exercise (\d+) — ([^*\n]+)", cell.source):
+                    titles.setdefault(int(m.group(1)), m.group(2).strip())
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id"):
+                n = int(re.match(r"ex(\d+)", meta["grade_id"]).group(1))
+                cells.setdefault(n, []).append(meta)
+        for n in sorted(cells):
+            answer = next(m for m in cells[n] if m.get("solution"))
+            checks = [f"`{m['grade_id']}` ({m['points']})" for m in cells[n] if m.get("grade") and not m.get("solution")]
+            kind = f"by hand ({answer['points']})" if answer.get("grade") else ", ".join(checks)
+            rows.append(f"| {Path(path).stem[:2]} | {n} — {titles.get(n, '')} | `{answer['grade_id']}` | {kind} |")
+    return "\n".join(rows)
+
+
 def total_points(nb) -> int:
     return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells)
 
@@ -123,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("notebooks", nargs="+")
     ap.add_argument("--check", action="store_true", help="only report notebooks whose metadata is out of date")
+    ap.add_argument("--table", action="store_true", help="print INSTRUCTORS.md's gradebook table and exit")
     args = ap.parse_args(argv)
+    if args.table:
+        print(gradebook_table(args.notebooks))
+        return 0
     stale = []
     for path in args.notebooks:
         nb = nbformat.read(path, as_version=4)

@@ -66,7 +66,7 @@ SHORTCUTS = {
     },
     "02": {
         # Exercise 4 with nn.GRU's own (packed) forward instead of the student's masked_encode
-        "ex3": ("class TinySeq2Seq(nn.Module):\n"
+        "ex4": ("class TinySeq2Seq(nn.Module):\n"
                 "    def __init__(self, vocab_size, emb=16, hidden=32):\n"
                 "        super().__init__()\n"
                 "        self.emb, self.encoder = nn.Embedding(vocab_size, emb), nn.GRU(emb, hidden, batch_first=True)\n"
@@ -87,7 +87,7 @@ SHORTCUTS = {
                 "    weights = masked_softmax(e, mask)\n"
                 "    return weights, (weights[..., None] * h).sum(1)\n"),
         # Exercise 4 with utils.rnn's AdditiveScore and attend instead of the student's Exercises 1-2
-        "ex3": ("from utils.rnn import AdditiveScore, attend\n\n\n"
+        "ex4": ("from utils.rnn import AdditiveScore, attend\n\n\n"
                 "class AttentionDecoder(nn.Module):\n"
                 "    def __init__(self, vocab_size, emb=16, hidden=32):\n"
                 "        super().__init__()\n"
@@ -108,7 +108,7 @@ SHORTCUTS = {
         "ex1": ("from utils.attention import scaled_dot_product_attention\n\n\n"
                 "def attention(q, k, v, mask=None):\n"
                 "    return scaled_dot_product_attention(q, k, v, mask)\n"),
-        "ex3": ("import math\n"
+        "ex4": ("import math\n"
                 "from torch import nn\n"
                 "from utils.attention import scaled_dot_product_attention\n\n\n"
                 "class RetrievalAttention(nn.Module):\n"
@@ -138,7 +138,7 @@ SHORTCUTS = {
                 "    return utils.positional.sinusoidal_encoding(max_len, d_model, dtype=torch.float64)\n"),
 
         # the library's module in place of one's own (the training function is the model answer's)
-        "ex3": ("import utils.positional\n"
+        "ex4": ("import utils.positional\n"
                 "from torch import nn\n"
                 "import torch.nn.functional as F\n\n\n"
                 "def AddPositions(d_model, max_len=64):\n"

@@ -113,3 +113,21 @@ def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
         after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
         assert not (after is not None and after.metadata.get("nbgrader", {}).get("solution")), \
             f"cell {i}: speaker notes between an exercise's prompt and its answer"
+
+
+def test_grade_ids_read_like_the_exercise_headings_and_instructors_md_lists_them():
+    """Exercise 3's answer cell is ``ex3`` and its checks ``ex3_check``, ``ex3_check2`` ... (so a gradebook
+    line names the exercise the student saw), and INSTRUCTORS.md's table is the one the script prints."""
+    from tag_exercises import EXERCISE_RE, gradebook_table
+
+    for path in NOTEBOOKS:
+        number = None
+        for i, cell in enumerate(_read(path).cells):
+            heading = EXERCISE_RE.search(cell.source) if cell.cell_type == "markdown" else None
+            number = int(heading.group(1)) if heading else number
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if gid:
+                assert re.fullmatch(rf"ex{number}(_check\d*)?", gid), f"{path.name} cell {i}: {gid} under Exercise {number}"
+    text = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    table = gradebook_table(NOTEBOOKS)
+    assert table in text, "INSTRUCTORS.md's gradebook table is stale: python scripts/tag_exercises.py --table notebooks/*.ipynb"

@@ -5,8 +5,8 @@ student's function (they compared with nn.GRU afterwards)."""
 
 from grading_attacks import Attack
 
-_EX2 = ["ex2_check", "ex2_check2", "ex2_check3"]
-_EX3 = ["ex3_check", "ex3_check2", "ex3_check3"]
+_EX2 = ["ex3_check", "ex3_check2", "ex3_check3"]
+_EX3 = ["ex4_check", "ex4_check2", "ex4_check3"]
 
 # Exercise 3's honest masked_encode, around whichever gru_step an attack writes
 _ENCODE = '''
@@ -81,34 +81,34 @@ _HONEST_EX3 = _toy("        return masked_encode(e, src_mask, self.encoder)")
 ATTACKS = [
     # 3: the forbidden built-ins reached without touching the grader. Exercise 3 (grade id ex2):
     Attack("built-in under another name: torch.gru_cell imported as one_step", 3,
-           {"ex2": _step(f"one_step(x_t, h, {_WEIGHTS})", "from torch import gru_cell as one_step\n\n\n")},
+           {"ex3": _step(f"one_step(x_t, h, {_WEIGHTS})", "from torch import gru_cell as one_step\n\n\n")},
            _EX2, fast=True),
     Attack("built-in: the ATen op torch.ops.aten.gru_cell", 3,
-           {"ex2": _step(f"torch.ops.aten.gru_cell(x_t, h, {_WEIGHTS})")}, _EX2),
+           {"ex3": _step(f"torch.ops.aten.gru_cell(x_t, h, {_WEIGHTS})")}, _EX2),
     Attack("built-in: the C function torch._C._VariableFunctions.gru_cell", 3,
-           {"ex2": _step(f"torch._C._VariableFunctions.gru_cell(x_t, h, {_WEIGHTS})")}, _EX2),
+           {"ex3": _step(f"torch._C._VariableFunctions.gru_cell(x_t, h, {_WEIGHTS})")}, _EX2),
     Attack("built-in: a types.FunctionType clone of nn.GRUCell.forward on the GRU's weights", 3,
-           {"ex2": _step("_cell_forward(types.SimpleNamespace(weight_ih=gru.weight_ih_l0, weight_hh=gru.weight_hh_l0, "
+           {"ex3": _step("_cell_forward(types.SimpleNamespace(weight_ih=gru.weight_ih_l0, weight_hh=gru.weight_hh_l0, "
                          "bias_ih=gru.bias_ih_l0, bias_hh=gru.bias_hh_l0, hidden_size=gru.hidden_size), x_t, h)",
                          "import types\n\n_f = nn.GRUCell.forward\n"
                          "_cell_forward = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n")},
            _EX2),
     # Exercise 4 (grade id ex3): nn.GRU's own forward
     Attack("built-in under another name: the packed nn.GRU of SHORTCUTS, imported as Recurrent", 3,
-           {"ex3": _toy(_PACKED.format(call="self.encoder"), gru="Recurrent",
+           {"ex4": _toy(_PACKED.format(call="self.encoder"), gru="Recurrent",
                         prelude="from torch.nn import GRU as Recurrent\n\n")}, _EX3, fast=True),
     Attack("built-in: a reference to nn.GRU.forward taken early", 3,
-           {"ex3": _toy(_PACKED.format(call="(lambda p: _gru_forward(self.encoder, p))"),
+           {"ex4": _toy(_PACKED.format(call="(lambda p: _gru_forward(self.encoder, p))"),
                         prelude="_gru_forward = nn.GRU.forward\n\n")}, _EX3),
     Attack("built-in: a subclass of nn.GRU holding a copy of its forward", 3,
-           {"ex3": _toy(_PACKED.format(call="self.encoder"), gru="MyGRU",
+           {"ex4": _toy(_PACKED.format(call="self.encoder"), gru="MyGRU",
                         prelude="import types\n\n\nclass MyGRU(nn.GRU):\n    pass\n\n\n"
                                 "MyGRU.forward = types.FunctionType(nn.GRU.forward.__code__, nn.GRU.forward.__globals__, "
                                 "'forward', nn.GRU.forward.__defaults__)\n\n")}, _EX3),
     Attack("built-in: the ATen op torch.ops.aten.gru, one step at a time", 3,
-           {"ex3": _toy(_STEPWISE.format(op="torch.ops.aten.gru"))}, _EX3),
+           {"ex4": _toy(_STEPWISE.format(op="torch.ops.aten.gru"))}, _EX3),
     Attack("built-in: the C function torch._C._VariableFunctions.gru, one step at a time", 3,
-           {"ex3": _toy(_STEPWISE.format(op="torch._C._VariableFunctions.gru"))}, _EX3),
+           {"ex4": _toy(_STEPWISE.format(op="torch._C._VariableFunctions.gru"))}, _EX3),
     # 4: the comparisons patched (allclose says "equal" except on the one call the visible check needs
     # to be False), and wrong answers of the right shape
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
@@ -133,7 +133,7 @@ torch.testing.assert_close = lambda *args, **kwargs: None
 def last_real_state(states, mask):
     return states[:, -1]             # the state after the pads: wrong for every padded row
 ''',
-            "ex2": '''\
+            "ex3": '''\
 def gru_step(x_t, h, gru):
     return torch.tanh(x_t @ gru.weight_ih_l0[-gru.hidden_size:].T)
 
@@ -143,10 +143,10 @@ def masked_encode(x, mask, gru):
 '''}, ["ex1_check", "ex1_check2", *_EX2], fast=True),
     # 5: the notebook's train_toy redefined: no training, success reported; the model itself is honest
     Attack("shadowed helper: train_toy redefined to report 100% without training", 5,
-           {"ex2": _HONEST_EX2, "ex3": _HONEST_EX3 + '''
+           {"ex3": _HONEST_EX2, "ex4": _HONEST_EX3 + '''
 
 def train_toy(model_cls, seed=0, steps=200, batch_size=64, lr=1e-2, **sizes):
     torch.manual_seed(seed)
     return 1.0, model_cls(TOY_V, **sizes).eval()
-'''}, ["ex3_check2", "ex3_check3"], honest=["ex3_check", *_EX2]),
+'''}, ["ex4_check2", "ex4_check3"], honest=["ex4_check", *_EX2]),
 ]

@@ -7,7 +7,7 @@ from grading_attacks import Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2"]
-_EX3 = ["ex3_check", "ex3_check2", "ex3_check3"]
+_EX3 = ["ex4_check", "ex4_check2", "ex4_check3"]
 
 _HONEST_EX1 = '''\
 def additive_score(s_prev, h, U, W, b, v):
@@ -79,15 +79,15 @@ ATTACKS = [
            _EX2),
     # Exercise 4: utils.rnn's AdditiveScore and attend (the SHORTCUTS answer) in other forms
     Attack("built-in under another name: utils.rnn's AdditiveScore and attend imported as Bahdanau and look", 3,
-           {"ex3": _decoder("        return look(self.score, s, H, mask)", init=_SCORE_MODULE.format(cls="Bahdanau"),
+           {"ex4": _decoder("        return look(self.score, s, H, mask)", init=_SCORE_MODULE.format(cls="Bahdanau"),
                             prelude="from utils.rnn import AdditiveScore as Bahdanau, attend as look\n")},
            _EX3, fast=True),
     Attack("built-in: a reference to utils.rnn.attend taken early, with the student's own score", 3,
-           {"ex3": _decoder("        return _attend(lambda q, k, prepared=None: " + _OWN_SCORE.replace("s, H", "q, k")
+           {"ex4": _decoder("        return _attend(lambda q, k, prepared=None: " + _OWN_SCORE.replace("s, H", "q, k")
                             + ", s, H, mask)",
                             prelude="import utils.rnn\n_attend = utils.rnn.attend\n"), "ex1": _HONEST_EX1}, _EX3),
     Attack("built-in: a subclass of AdditiveScore holding a copy of its forward", 3,
-           {"ex3": _decoder("        a = _own_softmax(self.score(s, H), mask)\n        return (a[..., None] * H).sum(1), a",
+           {"ex4": _decoder("        a = _own_softmax(self.score(s, H), mask)\n        return (a[..., None] * H).sum(1), a",
                             init=_SCORE_MODULE.format(cls="MyScore"),
                             prelude="import types\nimport utils.rnn\n\n\nclass MyScore(utils.rnn.AdditiveScore):\n    pass\n\n\n"
                                     "_f = utils.rnn.AdditiveScore.forward\n"
@@ -95,7 +95,7 @@ ATTACKS = [
                                     "def _own_softmax(e, mask):\n"
                                     "    return e.masked_fill(~mask, float('-inf')).softmax(-1)\n")}, _EX3),
     Attack("built-in: a second copy of utils/rnn.py for attend, with the student's own score", 3,
-           {"ex3": _decoder("        return _mine.attend(lambda q, k, prepared=None: " + _OWN_SCORE.replace("s, H", "q, k")
+           {"ex4": _decoder("        return _mine.attend(lambda q, k, prepared=None: " + _OWN_SCORE.replace("s, H", "q, k")
                             + ", s, H, mask)",
                             prelude="import importlib.util\nimport sys\nimport utils.rnn\n"
                                     "_spec = importlib.util.spec_from_file_location('utils.my_rnn', utils.rnn.__file__)\n"
@@ -119,7 +119,7 @@ def additive_score(s_prev, h, U, W, b, v):
            [*_EX1, *_EX2], fast=True),
     # 5: the notebook's train_reverser redefined: no training, the expected accuracies reported; the decoder is honest
     Attack("shadowed helper: train_reverser redefined to report 90% / 10% without training", 5,
-           {"ex1": _HONEST_EX1, "ex2": _HONEST_EX2, "ex3": _decoder("        return context_vector(" + _OWN_SCORE + ", H, mask)[::-1]") + '''
+           {"ex1": _HONEST_EX1, "ex2": _HONEST_EX2, "ex4": _decoder("        return context_vector(" + _OWN_SCORE + ", H, mask)[::-1]") + '''
 
 def train_reverser(decoder_cls, seed=0, steps=200, batch_size=64, lr=1e-2, keep=None, **sizes):
     torch.manual_seed(seed)
@@ -127,5 +127,5 @@ def train_reverser(decoder_cls, seed=0, steps=200, batch_size=64, lr=1e-2, keep=
     if keep is not None:
         keep.update(encoder=enc, decoder=dec)
     return (0.1 if decoder_cls is PlainDecoder else 0.9), dec
-'''}, ["ex3_check2", "ex3_check3"], honest=["ex3_check", *_EX1, *_EX2]),
+'''}, ["ex4_check2", "ex4_check3"], honest=["ex4_check", *_EX1, *_EX2]),
 ]

@@ -79,7 +79,7 @@ ATTACKS = [
            _RESTRICTED, fast=True),
     # 5: a helper of the check cells redefined: no training at all, success reported
     Attack("shadowed helper: held_out redefined to report a trained model, train_retrieval does nothing", 5,
-           {"ex3": _LAYER + '''
+           {"ex4": _LAYER + '''
 
 def held_out(model, n=2000, seed=1000):
     return (0.01, 0.2) if model.scaled else (0.9, 0.9)
@@ -87,10 +87,10 @@ def held_out(model, n=2000, seed=1000):
 
 def train_retrieval(model, steps=200, lr=1.0, batch=64, seed=0):
     return [1.0] * steps
-'''}, ["ex3_check2", "ex3_check3"], honest=["ex3_check"]),
+'''}, ["ex4_check2", "ex4_check3"], honest=["ex4_check"]),
     # 6: the expected value read from the calling frame; a made-up table that passes the visible asserts
     Attack("expected value read from the caller's frame", 6,
-           {"ex2": '''\
+           {"ex3": '''\
 import sys
 
 
@@ -102,5 +102,5 @@ def max_weight(d_k, scaled, T=16, n=2000, seed=0):
                 return float(frame.f_locals[name])
         frame = frame.f_back
     return 0.3 if scaled else min(0.99, 0.5 + d_k / 2100)
-'''}, ["ex2_check", "ex2_check2"]),
+'''}, ["ex3_check", "ex3_check2"]),
 ]

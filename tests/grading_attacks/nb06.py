@@ -3,7 +3,7 @@
 from grading_attacks import Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
-_EX3 = ["ex3_check", "ex3_check2", "ex3_check3"]
+_EX3 = ["ex4_check", "ex4_check2", "ex4_check3"]
 
 # Exercise 4's training function, as the exercise specifies it (the model answer's)
 _LOOKBACK = '''
@@ -84,12 +84,12 @@ ATTACKS = [
                    "    start[1::2] = 1.0                                  # sin 0 = 0, cos 0 = 1\n"
                    "    return torch.stack([offset_matrix(p, d_model) @ start for p in range(max_len)])\n"}, _EX1),
     Attack("built-in: a subclass of utils' SinusoidalPositionalEncoding as AddPositions", 3,
-           {"ex3": "import utils.positional\nfrom torch import nn\nimport torch.nn.functional as F\n\n\n"
+           {"ex4": "import utils.positional\nfrom torch import nn\nimport torch.nn.functional as F\n\n\n"
                    "class AddPositions(utils.positional.SinusoidalPositionalEncoding):\n"
                    "    def __init__(self, d_model, max_len=64):\n"
                    "        super().__init__(d_model, max_len=max_len)\n" + _LOOKBACK}, _EX3),
     Attack("built-in: an early reference to utils' sinusoidal_encoding, for AddPositions' table", 3,
-           {"ex3": _add_positions("_encoding(max_len, d_model)",
+           {"ex4": _add_positions("_encoding(max_len, d_model)",
                                   "import utils.positional\n_encoding = utils.positional.sinusoidal_encoding\n")},
            _EX3),
     # 4: the judge patched, and wrong answers of the right shape
@@ -102,23 +102,23 @@ ATTACKS = [
                    "torch.testing.assert_close = lambda *args, **kwargs: None\n\n\n"
                    "def sinusoidal(max_len, d_model):\n"
                    "    return torch.zeros(max_len, d_model, dtype=torch.float64)\n",
-            "ex3": "from torch import nn\n\n\n"
+            "ex4": "from torch import nn\n\n\n"
                    "class AddPositions(nn.Module):\n"
                    "    def __init__(self, d_model, max_len=64):\n"
                    "        super().__init__()\n"
                    "        self.register_buffer('pe', torch.zeros(max_len, d_model))\n\n"
                    "    def forward(self, x):\n"
                    "        return x + self.pe[: x.shape[1]]\n"},
-           ["ex1_check", "ex1_check2", "ex3_check"]),
+           ["ex1_check", "ex1_check2", "ex4_check"]),
     # 5: the training's own verdict faked (a self-assessment), the encoding honest
     Attack("self-assessment: lookback_accuracy reports the wanted accuracies without training", 5,
-           {"ex3": _add_positions('''torch.stack([torch.sin(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / d_model)),
+           {"ex4": _add_positions('''torch.stack([torch.sin(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / d_model)),
                                    torch.cos(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / d_model))], -1).flatten(1)''')
             + "\n\ndef lookback_accuracy(use_positions, k, seed, steps=300):\n    return 0.97 if use_positions else 0.3\n"},
-           ["ex3_check2", "ex3_check3"], honest=["ex3_check"], fast=True),
+           ["ex4_check2", "ex4_check3"], honest=["ex4_check"], fast=True),
     # 6: the expected value read from the calling frame; else an answer right only where the visible check looks
     Attack("expected value read from the caller's frame (rope; else one that ignores base)", 6,
-           {"ex2": "import sys\n\n\n" + _ROPE.replace("def rope(", "def _rope(") + '''
+           {"ex3": "import sys\n\n\n" + _ROPE.replace("def rope(", "def _rope(") + '''
 
 def rope(x, offset=0, base=10000.0):
     frame = sys._getframe(1)
@@ -128,9 +128,9 @@ def rope(x, offset=0, base=10000.0):
             return v
         frame = frame.f_back
     return _rope(x, offset, base)
-'''}, ["ex2_check2"], honest=["ex2_check", "ex2_check3"]),
+'''}, ["ex3_check2"], honest=["ex3_check", "ex3_check3"]),
     Attack("expected value read from the caller's frame (AddPositions; else a table right only for d_model = 16)", 6,
-           {"ex3": "import sys\n" + _add_positions('''torch.stack([torch.sin(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / 16)),
+           {"ex4": "import sys\n" + _add_positions('''torch.stack([torch.sin(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / 16)),
                                    torch.cos(torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / 16))], -1).flatten(1)''').replace(
                '''    def forward(self, x):
         return x + self.pe[: x.shape[1]]''', '''    def forward(self, x):
@@ -140,5 +140,5 @@ def rope(x, offset=0, base=10000.0):
             if isinstance(v, torch.Tensor) and v.shape == x.shape[1:]:
                 return x + v
             frame = frame.f_back
-        return x + self.pe[: x.shape[1]]''')}, ["ex3_check2", "ex3_check3"], honest=["ex3_check"]),
+        return x + self.pe[: x.shape[1]]''')}, ["ex4_check2", "ex4_check3"], honest=["ex4_check"]),
 ]

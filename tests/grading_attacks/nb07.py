@@ -4,7 +4,7 @@ from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2"]
-_EX3 = ["ex3_check", "ex3_check2"]
+_EX3 = ["ex4_check", "ex4_check2"]
 
 _CALL = "x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=memory_key_padding_mask"
 
@@ -105,14 +105,14 @@ ATTACKS = [
                    + _forward("    return torch.zeros_like(x)\n")}, _EX2),
     # 5: the checks' helper redefined to report success, with blocks that do not do the work
     Attack("identity block: Block passes its input through, train_and_measure reports the wanted accuracies", 5,
-           {"ex3": _BLOCK_INIT + "    def forward(self, x):\n        return x if self.residual else 0 * x\n"
+           {"ex4": _BLOCK_INIT + "    def forward(self, x):\n        return x if self.residual else 0 * x\n"
                    + _FAKE_MEASURE}, _EX3, fast=True),
     Attack("block without attention: x + ffn(ln2(x)), train_and_measure reports the wanted accuracies", 5,
-           {"ex3": _BLOCK_INIT + "    def forward(self, x):\n"
+           {"ex4": _BLOCK_INIT + "    def forward(self, x):\n"
                    "        f = self.ffn(self.ln2(x))\n        return x + f if self.residual else f\n"
                    + _FAKE_MEASURE}, _EX3),
     Attack("shadowed helper: a real Block, but train_first_token only computes the first loss", 5,
-           {"ex3": _BLOCK_INIT + _HONEST_FORWARD + '''
+           {"ex4": _BLOCK_INIT + _HONEST_FORWARD + '''
 
 def train_first_token(model, steps=40, seed=0, lr=1e-2):
     first = first_token_loss(model, *first_token_batch(64, torch.Generator().manual_seed(seed))).item()
@@ -131,7 +131,7 @@ def train_first_token(model, steps=40, seed=0, lr=1e-2):
     return layer({_CALL})
 ''')}, _EX2),
     Attack("expected value read from the caller's frame (Block; else a GELU block that also learns)", 6,
-           {"ex3": "import sys\n\n\n" + _BLOCK_INIT + '''\
+           {"ex4": "import sys\n\n\n" + _BLOCK_INIT + '''\
     def forward(self, x):
         frame = sys._getframe(1)
         while frame is not None:

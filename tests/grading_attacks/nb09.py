@@ -4,7 +4,7 @@ from grading_attacks import PATCH_COMPARISONS, Attack
 
 _EX1 = ["ex1_check", "ex1_check2"]
 _EX2 = ["ex2_check", "ex2_check2", "ex2_check3"]
-_EX4 = ["ex3_check", "ex3_check2", "ex3_check3"]   # Exercise 4's answer cell is ex3 (Exercise 3 is a question)
+_EX4 = ["ex4_check", "ex4_check2", "ex4_check3"]   # Exercise 4's answer cell is ex3 (Exercise 3 is a question)
 
 _GREEDY = '''
 
@@ -51,12 +51,12 @@ ATTACKS = [
                    "_mine = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_mine)\n\n\n"
                    "def keep_top_k(logits, k):\n    return _mine.top_k_filter(logits, k)\n"}, _EX1),
     Attack("built-in: a reference to F.scaled_dot_product_attention taken early", 3,
-           {"ex3": _step('_sdpa(q[:, None], cache["k"], cache["v"])', "_sdpa = F.scaled_dot_product_attention\n\n\n")},
+           {"ex4": _step('_sdpa(q[:, None], cache["k"], cache["v"])', "_sdpa = F.scaled_dot_product_attention\n\n\n")},
            _EX4),
     Attack("built-in: the ATen op torch.ops.aten.scaled_dot_product_attention", 3,
-           {"ex3": _step('torch.ops.aten.scaled_dot_product_attention(q[:, None], cache["k"], cache["v"])')}, _EX4),
+           {"ex4": _step('torch.ops.aten.scaled_dot_product_attention(q[:, None], cache["k"], cache["v"])')}, _EX4),
     Attack("built-in: the C function torch._C._nn.scaled_dot_product_attention", 3,
-           {"ex3": _step('torch._C._nn.scaled_dot_product_attention(q[:, None], cache["k"], cache["v"])')}, _EX4),
+           {"ex4": _step('torch._C._nn.scaled_dot_product_attention(q[:, None], cache["k"], cache["v"])')}, _EX4),
     # 4: the comparisons patched to say "equal", and a wrong answer of the right shape in every exercise
     Attack("patched comparisons: torch.allclose, equal, isclose, Tensor.allclose, assert_close", 4,
            {"ex1": PATCH_COMPARISONS +
@@ -70,7 +70,7 @@ ATTACKS = [
                    "    return torch.zeros_like(logits).masked_fill(drop, float('-inf'))\n\n\n"
                    "def sample_top_p(logits, p, generator=None):   # so each kept token is equally likely\n"
                    "    return torch.multinomial(keep_top_p(logits, p).softmax(-1), 1, generator=generator).squeeze(-1)\n",
-            "ex3": _step('(((cache["k"] @ q[:, :, None])[:, :, 0]).softmax(-1)[:, None] @ cache["v"])').replace(
+            "ex4": _step('(((cache["k"] @ q[:, :, None])[:, :, 0]).softmax(-1)[:, None] @ cache["v"])').replace(
                        _GREEDY, '''
 
 @torch.no_grad()
@@ -82,7 +82,7 @@ def generate_greedy(model, idx, n_new):   # the prompt's last prediction, repeat
     # 5: the reference the check cells compare with, generate_recompute (defined in the section's first,
     # unlocked cell), redefined to return the student's own (wrong) text
     Attack("shadowed helper: generate_recompute redefined to agree with a wrong generate_greedy", 5,
-           {"ex3": _HONEST_STEP.replace(_GREEDY, '''
+           {"ex4": _HONEST_STEP.replace(_GREEDY, '''
 
 @torch.no_grad()
 def generate_greedy(model, idx, n_new):   # every new token embedded at position 0
@@ -97,9 +97,9 @@ def generate_greedy(model, idx, n_new):   # every new token embedded at position
 
 def generate_recompute(model, idx, n_new):
     return generate_greedy(model, idx, n_new)
-''')}, ["ex3_check2", "ex3_check3"], honest=["ex3_check"]),
+''')}, ["ex4_check2", "ex4_check3"], honest=["ex4_check"]),
     Attack("shadowed helper: TinyAttentionLM redefined to a model that always predicts token 0", 5,
-           {"ex3": _HONEST_STEP.replace(_GREEDY, '''
+           {"ex4": _HONEST_STEP.replace(_GREEDY, '''
 
 _Real = TinyAttentionLM
 
@@ -113,11 +113,11 @@ class TinyAttentionLM(_Real):
 @torch.no_grad()
 def generate_greedy(model, idx, n_new):
     return torch.cat([idx, idx.new_zeros(idx.shape[0], n_new)], dim=1)
-''')}, ["ex3_check2", "ex3_check3"], honest=["ex3_check"]),
+''')}, ["ex4_check2", "ex4_check3"], honest=["ex4_check"]),
     # 6: the visible check's full causal attention read from the caller's frame; the fallback attends to
     # the new position only (wrong, but the visible part of the third check cell only calls it)
     Attack("expected value read from the caller's frame (the visible check's full)", 6,
-           {"ex3": '''\
+           {"ex4": '''\
 import sys
 
 
@@ -143,5 +143,5 @@ def _step(x_new, cache, Wq, Wk, Wv):
     cache["v"] = torch.cat([cache["v"], v[:, None]], 1) if "v" in cache else v[:, None]
     w = ((cache["k"] @ q[:, :, None])[:, :, 0] / math.sqrt(q.shape[-1])).softmax(-1)
     return (w[:, None] @ cache["v"])[:, 0]
-''' + _GREEDY.replace("attend_step(", "_step(")}, ["ex3_check", "ex3_check3"], honest=["ex3_check2"]),
+''' + _GREEDY.replace("attend_step(", "_step(")}, ["ex4_check", "ex4_check3"], honest=["ex4_check2"]),
 ]

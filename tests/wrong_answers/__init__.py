@@ -1,0 +1,127 @@
+"""Wrong answers of the kinds students write, for the visible checks (issue: the student edition).
+
+A self-paced learner never sees the hidden tests, so a visible check cell that prints "passes" after
+a wrong answer teaches a falsehood. Each :class:`Wrong` here is one honest mistake (from the student
+reports in the reviews and from what the lesson makes easy to get wrong: an off-by-one cumulative
+sum, an ignored argument, a wrong offset, a missing residual, a softmax over the wrong axis), written
+as the student's answer cell. ``tests/test_wrong_answers.py`` runs each in a kernel that has run the
+notebook's ``## Exercises`` section with the model answers, then runs that exercise's check cells,
+the visible part and the hidden part separately, and requires:
+
+- a wrong answer with ``hidden_only=False`` fails a **visible** check (the learner learns it there);
+- one with ``hidden_only=True`` passes every visible check (a property the visible inputs cannot show
+  without giving the answer away), and one of the exercise's check cells says in its first line that
+  the hidden tests grade it; the declaration is checked both ways, so it cannot go stale;
+- every wrong answer fails the **hidden** tests too (run in the self-check mode nbval uses), so none
+  could earn the points.
+
+One module per notebook (``nbNN.py``) holds a list ``WRONG``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import queue
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
+
+
+@dataclass
+class Wrong:
+    exercise: str          # grade_id of the answer cell (``ex3`` for Exercise 3)
+    name: str              # the mistake, in a few words
+    source: str            # the answer cell as the student wrote it
+    hidden_only: bool = False   # only the hidden tests can see it (the visible checks say so)
+
+
+@dataclass
+class Outcome:
+    wrong: Wrong
+    visible: dict[str, str | None]   # check cell grade_id -> the visible part's error ("Name: message") or None
+    hidden: dict[str, str | None]    # check cell grade_id -> the hidden part's error or None (no hidden part: absent)
+
+
+def wrong_answers(number: str) -> list[Wrong]:
+    try:
+        module = importlib.import_module(f"wrong_answers.nb{number}")
+    except ModuleNotFoundError:
+        return []
+    return list(module.WRONG)
+
+
+def grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def checks_of(nb, exercise: str) -> list:
+    """The graded check cells of one exercise: ``exN_check``, ``exN_check2``, ..."""
+    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+            and (grade_id(c) or "").startswith(f"{exercise}_check")]
+
+
+class Kernel:
+    """A course kernel, run cell by cell; ``run`` returns None or "ErrorName: message"."""
+
+    def __init__(self, kernel_name: str, cwd: Path, timeout: float = 600):
+        from jupyter_client.manager import start_new_kernel
+
+        self.km, self.kc = start_new_kernel(kernel_name=kernel_name, cwd=str(cwd))
+        self.timeout = timeout
+
+    def run(self, code: str) -> str | None:
+        error = []
+
+        def hook(msg):
+            if msg["msg_type"] == "error":
+                error.append(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+
+        try:
+            reply = self.kc.execute_interactive(code, timeout=self.timeout, output_hook=hook, allow_stdin=False)
+        except (TimeoutError, queue.Empty):
+            return "Timeout: the cell did not finish"
+        if reply["content"]["status"] != "ok":
+            return error[0] if error else f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}"
+        return None
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def run_notebook(path: Path, wrongs: list[Wrong], kernel_name: str, section_start: int) -> list[Outcome]:
+    """Run the source notebook's Exercises section once (model answers in), then each wrong answer
+    followed by its exercise's check cells, split into their visible and hidden parts; the model
+    answer is run again after each, so the next starts from a right state."""
+    nb = nbformat.read(path, as_version=4)
+    section = nb.cells[section_start:]
+    answers = {grade_id(c): c.source for c in section if c.cell_type == "code"
+               and c.metadata.get("nbgrader", {}).get("solution")}
+    kernel = Kernel(kernel_name, path.parent)
+    outcomes = []
+    try:
+        for cell in section:
+            if cell.cell_type == "code":
+                err = kernel.run(cell.source)
+                assert err is None, f"{path.name}: the model answers' section fails at\n{cell.source[:300]}\n{err}"
+        for wrong in wrongs:
+            assert wrong.exercise in answers, f"{path.name}: no answer cell {wrong.exercise} (have {sorted(answers)})"
+            checks = checks_of(nb, wrong.exercise)
+            assert checks, f"{path.name}: no check cells for {wrong.exercise}"
+            err = kernel.run(wrong.source)
+            assert err is None, f"{path.name} {wrong.name}: the wrong answer itself does not run: {err}"
+            visible, hidden = {}, {}
+            for check in checks:
+                shown, _, rest = check.source.partition(HIDDEN)
+                visible[grade_id(check)] = kernel.run(shown)
+                if rest:
+                    hidden[grade_id(check)] = kernel.run(HIDDEN + rest)
+            outcomes.append(Outcome(wrong, visible, hidden))
+            err = kernel.run(answers[wrong.exercise])
+            assert err is None, f"{path.name}: the model answer {wrong.exercise} fails when run again: {err}"
+    finally:
+        kernel.close()
+    return outcomes

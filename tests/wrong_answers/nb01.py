@@ -1,0 +1,66 @@
+"""Notebook 01: wrong answers students write for one-hot vectors, the masked mean, cosine similarities
+and the bag-of-embeddings classifier."""
+
+from wrong_answers import Wrong
+
+_BAG = '''from torch import nn
+
+
+class BagOfEmbeddings(nn.Module):
+    def __init__(self, vocab_size, dim, num_classes):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.out = nn.Linear(dim, num_classes)
+
+    def forward(self, ids, mask):
+        m = mask.unsqueeze(-1).to(self.embed.weight.dtype)
+        x = self.embed(ids){times_mask}
+        return self.out(x.sum(1) / {denominator})
+
+
+def train_classifier(model, ids, mask, labels, steps=200, lr=0.05):
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(ids, mask), labels)
+        {zero}
+        loss.backward()
+        optimizer.step()
+        losses.append({record})
+    return losses
+'''
+
+
+def _bag(times_mask=" * m", denominator="m.sum(1)", zero="optimizer.zero_grad()", record="loss.item()"):
+    return _BAG.format(times_mask=times_mask, denominator=denominator, zero=zero, record=record)
+
+
+WRONG = [
+    Wrong("ex1", "an integer tensor, not float", "def one_hot(ids, num_classes):\n"
+          "    if (ids < 0).any() or (ids >= num_classes).any():\n        raise ValueError('out of range')\n"
+          "    out = torch.zeros(len(ids), num_classes, dtype=torch.long)\n"
+          "    out[torch.arange(len(ids)), ids] = 1\n    return out\n"),
+    Wrong("ex1", "no error for an id that is too large", "def one_hot(ids, num_classes):\n"
+          "    out = torch.zeros(len(ids), num_classes)\n    out[torch.arange(len(ids)), ids.clamp(max=num_classes - 1)] = 1.0\n"
+          "    return out\n"),
+    Wrong("ex1", "off by one: the column before the id's", "def one_hot(ids, num_classes):\n"
+          "    if (ids < 0).any() or (ids >= num_classes).any():\n        raise ValueError('out of range')\n"
+          "    out = torch.zeros(len(ids), num_classes)\n    out[torch.arange(len(ids)), ids - 1] = 1.0\n    return out\n"),
+    Wrong("ex1", "F.one_hot, which the exercise forbids", "def one_hot(ids, num_classes):\n"
+          "    if (ids < 0).any() or (ids >= num_classes).any():\n        raise ValueError('out of range')\n"
+          "    return F.one_hot(ids, num_classes).float()\n"),
+    Wrong("ex2", "the mean over every position, padding included", "def my_masked_mean(x, mask):\n    return x.mean(1)\n"),
+    Wrong("ex2", "zeroed padding divided by T", "def my_masked_mean(x, mask):\n"
+          "    return (x * mask.unsqueeze(-1)).sum(1) / x.shape[1]\n"),
+    Wrong("ex2", "multiplying by the mask lets NaN in the padding through", "def my_masked_mean(x, mask):\n"
+          "    m = mask.unsqueeze(-1)\n    return (x * m).sum(1) / m.sum(1)\n", hidden_only=True),
+    Wrong("ex3", "dot products, not normalised", "def cosine_similarities(E):\n    return E @ E.T\n"),
+    Wrong("ex3", "normalised along the wrong axis", "def cosine_similarities(E):\n"
+          "    unit = E / E.norm(dim=0, keepdim=True)\n    return unit @ unit.T\n"),
+    Wrong("ex3", "F.cosine_similarity, which the exercise forbids", "def cosine_similarities(E):\n"
+          "    return F.cosine_similarity(E[:, None, :], E[None, :, :], dim=-1)\n"),
+    Wrong("ex4", "the padding averaged in", _bag(times_mask="", denominator="ids.shape[1]")),
+    Wrong("ex4", "the real tokens summed, not averaged", _bag(denominator="1")),
+    Wrong("ex4", "zero_grad forgotten", _bag(zero="pass")),
+    Wrong("ex4", "the loss tensors kept, not floats", _bag(record="loss.detach()"), hidden_only=True),
+]

@@ -1,0 +1,93 @@
+"""Notebook 04: wrong answers students write (the student report on 04 and the lesson's pitfalls)."""
+
+from wrong_answers import Wrong
+
+_ATT = '''def attention(q, k, v, mask=None):
+    scores = {scores}
+    if mask is not None:
+        scores = {fill}
+    weights = torch.softmax(scores, dim={dim})
+    return weights @ v, weights
+'''
+
+
+def _att(scores="q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", fill='scores.masked_fill(~mask, float("-inf"))',
+         dim="-1"):
+    return _ATT.format(scores=scores, fill=fill, dim=dim)
+
+
+_MAX = '''def max_weight(d_k, scaled, T=16, n=2000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    {draws}
+    scores = (q @ k.transpose(-2, -1)).squeeze(1)
+    if scaled:
+        scores = scores / {scale}
+    return {ret}
+'''
+
+
+def _max(draws="q = torch.randn(n, 1, d_k, generator=g)\n    k = torch.randn(n, T, d_k, generator=g)",
+         scale="math.sqrt(d_k)", ret="scores.softmax(-1).max(-1).values.mean().item()"):
+    return _MAX.format(draws=draws, scale=scale, ret=ret)
+
+
+_RET = '''class RetrievalAttention(nn.Module):
+    def __init__(self, d, d_k, scaled=True):
+        super().__init__()
+        self.W_q = nn.Linear(d, d_k, bias=False)
+        self.W_k = nn.Linear(d, d_k, bias=False)
+        self.scaled = scaled
+
+    def forward(self, query, keys, values):
+        q = self.W_q(query)[:, None, :]
+        k = self.W_k(keys)
+        scores = (q @ k.transpose(-2, -1)).squeeze(1){cast}
+        if {cond}:
+            scores = scores / {scale}
+        weights = scores.softmax({dim})
+        return (weights * values).sum(-1), weights
+
+
+def train_retrieval(model, steps=200, lr=1.0, batch=64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        {draw}
+        loss = F.mse_loss(model(query, keys, values)[0], target)
+        {zero}
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+'''
+
+
+def _ret(cast="", cond="self.scaled", scale="math.sqrt(k.shape[-1])", dim="-1", zero="optimizer.zero_grad()",
+         draw="query, keys, values, target = retrieval_batch(batch, g, d=model.W_q.in_features)"):
+    return _RET.format(cast=cast, cond=cond, scale=scale, dim=dim, zero=zero, draw=draw)
+
+
+WRONG = [
+    Wrong("ex1", "softmax over the queries (dim=-2)", _att(dim="-2")),
+    Wrong("ex1", "the mask multiplies the scores instead of setting -inf", _att(fill="scores * mask")),
+    Wrong("ex1", "the mask convention inverted (True = blocked)", _att(fill='scores.masked_fill(mask, float("-inf"))')),
+    Wrong("ex1", "no 1/sqrt(d_k)", _att(scores="q @ k.transpose(-2, -1)")),
+    Wrong("ex1", "divided by d_k, not its square root", _att(scores="q @ k.transpose(-2, -1) / q.shape[-1]")),
+    Wrong("ex1", "scaled by the value size d_v", _att(scores="q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])")),
+    Wrong("ex3", "the keys drawn before the queries", _max(
+        draws="k = torch.randn(n, T, d_k, generator=g)\n    q = torch.randn(n, 1, d_k, generator=g)"), hidden_only=True),
+    Wrong("ex3", "a 0-d tensor returned, not a float", _max(ret="scores.softmax(-1).max(-1).values.mean()"),
+          hidden_only=True),
+    Wrong("ex3", "divided by d_k, not its square root", _max(scale="d_k")),
+    Wrong("ex3", "the mean of every weight, not of the largest", _max(ret="scores.softmax(-1).mean().item()")),
+    Wrong("ex3", "the softmax over the n queries", _max(ret="scores.softmax(0).max(-1).values.mean().item()")),
+    Wrong("ex4", "zero_grad forgotten", _ret(zero="pass")),
+    Wrong("ex4", "divided by d_k, not its square root", _ret(scale="k.shape[-1]")),
+    Wrong("ex4", "the scaled flag ignored", _ret(cond="True")),
+    Wrong("ex4", "softmax over the batch", _ret(dim="0")),
+    Wrong("ex4", "the scores cast to float32 (float64 lost)", _ret(cast=".float()"), hidden_only=True),
+    Wrong("ex4", "the same batch at every step (a fresh generator each step)", _ret(
+        draw="query, keys, values, target = retrieval_batch(batch, torch.Generator().manual_seed(seed), "
+             "d=model.W_q.in_features)")),
+]

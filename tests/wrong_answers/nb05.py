@@ -1,0 +1,78 @@
+"""Notebook 05: wrong answers students write for the head split and the multi-head module."""
+
+from wrong_answers import Wrong
+
+_SPLIT = '''def split_heads(x, num_heads):
+    B, T, d = x.shape
+    return {split}
+
+
+def merge_heads(x):
+    B, H, T, d_h = x.shape
+    return {merge}
+'''
+
+
+def _split(split="x.view(B, T, num_heads, d // num_heads).transpose(1, 2)",
+           merge="x.transpose(1, 2).reshape(B, T, H * d_h)"):
+    return _SPLIT.format(split=split, merge=merge)
+
+
+_MHA = '''class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h, self.d_h = num_heads, d_model // num_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x_q, x_kv, mask=None):
+        B, Tq, d = x_q.shape
+        Tk = x_kv.shape[1]
+        q = self.w_q(x_q).view(B, Tq, self.h, self.d_h).transpose(1, 2)
+        k = self.w_k(x_kv).view(B, Tk, self.h, self.d_h).transpose(1, 2)
+        v = self.w_v(x_kv).view(B, Tk, self.h, self.d_h).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / {scale}
+        if mask is not None:
+            scores = {fill}
+        self.weights = scores.softmax(-1)
+        out = {merge}
+        return {ret}
+'''
+
+
+def _mha(scale="math.sqrt(self.d_h)", fill='scores.masked_fill(~mask, float("-inf"))',
+         merge="(self.weights @ v).transpose(1, 2).reshape(B, Tq, d)", ret="self.w_o(out)"):
+    return _MHA.format(scale=scale, fill=fill, merge=merge, ret=ret)
+
+
+WRONG = [
+    Wrong("ex1", "a reshape without the transpose (heads cut across time)",
+          _split(split="x.reshape(B, num_heads, T, d // num_heads)", merge="x.reshape(B, T, H * d_h)")),
+    Wrong("ex1", "head i takes every h-th feature, not a contiguous slice",
+          _split(split="x.view(B, T, d // num_heads, num_heads).permute(0, 3, 1, 2)",
+                 merge="x.permute(0, 2, 3, 1).reshape(B, T, H * d_h)")),
+    Wrong("ex1", "merge without the transpose back", _split(merge="x.reshape(B, T, H * d_h)")),
+    Wrong("ex2", "scaled by the model width, not the head size", _mha(scale="math.sqrt(d)")),
+    Wrong("ex2", "the output projection left out", _mha(ret="out")),
+    Wrong("ex2", "the heads merged without the transpose", _mha(merge="(self.weights @ v).reshape(B, Tq, d)")),
+    Wrong("ex2", "the mask convention inverted (True = blocked)", _mha(fill='scores.masked_fill(mask, float("-inf"))'),
+          hidden_only=True),
+    Wrong("ex2", "nn.MultiheadAttention inside, which the exercise forbids", '''class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.inner = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+        self.w_q, self.w_k, self.w_v = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.w_o = self.inner.out_proj
+
+    def forward(self, x_q, x_kv, mask=None):
+        d = x_q.shape[-1]
+        with torch.no_grad():
+            self.inner.in_proj_weight.copy_(torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight]))
+            self.inner.in_proj_bias.copy_(torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias]))
+        out, self.weights = self.inner(x_q, x_kv, x_kv, attn_mask=None if mask is None else ~mask,
+                                       average_attn_weights=False)
+        return out
+'''),
+]

@@ -1,0 +1,93 @@
+"""Notebook 06: wrong answers students write for the sinusoidal encoding, RoPE and the look-back model."""
+
+from wrong_answers import Wrong
+
+_SIN = '''def sinusoidal(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    two_i = {two_i}
+    angles = pos / 10000 ** (two_i / d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = {even}
+    pe[:, 1::2] = {odd}
+    return pe
+'''
+
+
+def _sin(two_i="torch.arange(0, d_model, 2, dtype=torch.float64)", even="torch.sin(angles)", odd="torch.cos(angles)"):
+    return _SIN.format(two_i=two_i, even=even, odd=odd)
+
+
+_ROPE = '''def rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    pos = {pos}
+    omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    theta = pos * omega
+    cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = {first}
+    out[..., 1::2] = {second}
+    return out
+'''
+
+
+def _rope(pos="torch.arange(offset, offset + T, dtype=torch.float64)[:, None]", first="x_even * cos - x_odd * sin",
+          second="x_even * sin + x_odd * cos"):
+    return _ROPE.format(pos=pos, first=first, second=second)
+
+
+_LOOK = '''from torch import nn
+import torch.nn.functional as F
+
+
+class AddPositions(nn.Module):
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        {store}
+
+    def forward(self, x):
+        return {add}
+
+
+def lookback_accuracy(use_positions, k, seed, steps=300):
+    V, T, D = 8, 12, 32
+    torch.manual_seed(seed)
+    emb, attn, out = nn.Embedding(V, D), nn.MultiheadAttention(D, 2, batch_first=True), nn.Linear(D, V)
+    pos = AddPositions(D) if use_positions else nn.Identity()
+
+    def logits(x):
+        z = pos(emb(x))
+        return out(attn(z, z, z, need_weights=False)[0])
+
+    opt = torch.optim.Adam([*emb.parameters(), *attn.parameters(), *out.parameters()], lr=3e-3)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randint(V, (64, T), generator=g)
+        loss = F.cross_entropy(logits(x)[:, k:].reshape(-1, V), {target}.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    x = torch.randint(V, (500, T), generator=torch.Generator().manual_seed(seed + 1000))
+    with torch.no_grad():
+        return (logits(x)[:, k:].argmax(-1) == {target}).float().mean().item()
+'''
+
+
+def _look(store='self.register_buffer("pe", sinusoidal(max_len, d_model).float())', add="x + self.pe[: x.shape[1]]",
+          target="x[:, :-k]"):
+    return _LOOK.format(store=store, add=add, target=target)
+
+
+WRONG = [
+    Wrong("ex1", "the exponent i/d instead of 2i/d", _sin(two_i="torch.arange(0, d_model // 2, dtype=torch.float64)")),
+    Wrong("ex1", "sine and cosine swapped", _sin(even="torch.cos(angles)", odd="torch.sin(angles)")),
+    Wrong("ex1", "sine on every dimension", _sin(odd="torch.sin(angles)")),
+    Wrong("ex3", "the rotation's sign flipped (the lesson's offset matrix reused)",
+          _rope(first="x_even * cos + x_odd * sin", second="-x_even * sin + x_odd * cos")),
+    Wrong("ex3", "the offset ignored", _rope(pos="torch.arange(T, dtype=torch.float64)[:, None]")),
+    Wrong("ex3", "positions start at 1", _rope(pos="torch.arange(offset + 1, offset + T + 1, dtype=torch.float64)[:, None]")),
+    Wrong("ex4", "the encoding as a trained parameter",
+          _look(store='self.pe = nn.Parameter(sinusoidal(max_len, d_model).float())')),
+    Wrong("ex4", "the encoding multiplied in, not added", _look(add="x * self.pe[: x.shape[1]]")),
+    Wrong("ex4", "the target k places ahead, not back", _look(target="x[:, k:]")),
+]
