@@ -55,8 +55,7 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
     ids), the two combined, and a mask that blocks every key for every query; see
     :func:`_inverted_convention`. With ``device``, the mask must be on it (the scores' device).
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of dtype bool (True = may attend), got {type(mask).__name__}")
+    checks.tensor(mask, name, "of dtype bool (True = may attend)")
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must have dtype torch.bool with True = may attend (the convention of "

@@ -291,6 +291,8 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """src (B, S), tgt_in (B, T) (target shifted right, starting with <bos>) -> logits (B, T, V)."""
+        checks.tensor(src, "src", "(B, S) of token ids")
+        checks.tensor(tgt_in, "tgt_in", "(B, T) of token ids")
         src_mask = self.src_mask(src)
         return self.decode(tgt_in, self.encode(src, src_mask), src_mask)
 
