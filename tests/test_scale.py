@@ -26,6 +26,7 @@ def test_block_attention_equals_sdpa(B, H, Tq, Tk, d, block, seed, kind):
         Tq = min(Tq, Tk)
         q = q[:, :, :Tq]
     lengths = torch.randint(0, Tk + 1, (B,), generator=g)  # a length of 0: a row with nothing to attend to
+    lengths[0] = lengths[0].clamp(min=1)  # a batch with no real token at all is refused (tests/test_errors.py)
     pad = key_padding_mask(torch.arange(Tk)[None, :] < lengths[:, None])  # (B, 1, 1, Tk)
     causal = causal_mask(Tq, Tk)[None, None] if kind in ("causal", "both") else None  # (1, 1, Tq, Tk)
     mask = {"none": None, "causal": causal, "padding": pad, "both": pad & causal if causal is not None else None}[kind]

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from utils import checks
+
 __all__ = [
     "scaled_dot_product_attention",
     "causal_mask",
@@ -37,7 +39,8 @@ __all__ = [
 ]
 
 
-def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, name: str = "mask") -> None:
+def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, name: str = "mask",
+               device: torch.device | None = None) -> None:
     """Raise a clear error unless ``mask`` is a bool tensor that can only mean one thing for
     scores of ``target_shape`` (..., Tq, Tk).
 
@@ -46,15 +49,22 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
     ``key_padding_mask(ids)``, (B, 1, 1, Tk)). A raw (B, Tk) padding mask is refused: it would
     be read as (Tq, Tk). When B == Tq a 2-D mask could be either, so it is refused too, unless
     its rows are all equal (then both readings agree).
+
+    A mask in the other convention (True = blocked, as ``nn.MultiheadAttention`` takes) is refused
+    where it can be recognised: ``~causal_mask(T)``, ``ids == pad`` (True at the padding of right-padded
+    ids), the two combined, and a mask that blocks every key for every query; see
+    :func:`_inverted_convention`. With ``device``, the mask must be on it (the scores' device).
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of dtype bool (True = may attend), got {type(mask).__name__}")
+    checks.tensor(mask, name, "of dtype bool (True = may attend)")
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must have dtype torch.bool with True = may attend (the convention of "
             f"F.scaled_dot_product_attention), got {mask.dtype}. If you have an additive float mask or a "
             f"True = blocked mask (nn.MultiheadAttention's convention), convert it first, e.g. `~blocked`."
         )
+    if device is not None and mask.device != device:
+        raise ValueError(f"{name} is on {mask.device} but the scores are on {device}; move it with {name}.to({str(device)!r}) "
+                         f"(causal_mask(T, device=...) builds it there)")
     target_shape = torch.Size(target_shape)
     how = ("for key padding, turn a (B, Tk) mask into (B, 1, 1, Tk) with key_padding_mask(mask) or "
            "mask[:, None, None, :] (mask[:, None, :] for 3-D scores)")
@@ -75,6 +85,47 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
             f"padding mask. Give it the scores' number of dims: {how}; for a pattern shared by the batch, such as "
             f"causal_mask(T), add leading dims of size 1 (mask[None, None] for (B, H, Tq, Tk) scores)"
         )
+    inverted = _inverted_convention(mask, target_shape[-2], target_shape[-1])
+    if inverted:
+        raise ValueError(
+            f"{name} {inverted}. Masks here are True = may attend (F.scaled_dot_product_attention's convention); "
+            f"this looks like a True = blocked mask (nn.MultiheadAttention's convention, e.g. ~causal_mask(T) or "
+            f"ids == pad). Build it with causal_mask(T) and key_padding_mask(ids) (True at real tokens), or invert "
+            f"it: ~{name}"
+        )
+
+
+def _inverted_convention(mask: torch.Tensor, T_q: int, T_k: int) -> str | None:
+    """What gives ``mask`` away as written in the other convention (True = blocked), or None.
+
+    In the course's convention some query may always attend the first key: a right-padded sentence
+    starts with a real token and no query has it in its future. So the common inverted masks, with
+    nothing allowed at key 0, are recognised by one cheap test and told apart only then:
+    ``~causal_mask(T)`` (each query sees only its future), ``ids == pad`` (only the padding, a
+    trailing run of keys in every row), or both (nn.MultiheadAttention's combined mask), and a mask
+    that blocks everything."""
+    if mask.numel() == 0 or bool(mask[..., 0].any()):
+        return None
+    if not bool(mask.any()):
+        return "blocks every key for every query (it is False everywhere), so the output would be all zeros"
+    if mask.shape[-2] > 1 and T_k >= T_q and not bool((mask & causal_mask(T_q, T_k, device=mask.device)).any()):
+        return ("lets each query attend only to keys after its own position (its future), never to itself or "
+                "the past, as ~causal_mask(T) does")
+    if bool((mask[..., :-1] <= mask[..., 1:]).all()):
+        return ("lets no query attend the first key and every row only a trailing run of keys: the padding of "
+                "right-padded ids, as ids == pad (True at padding) gives")
+    return None
+
+
+def check_qkv(q: object, k: object, v: object) -> None:
+    """q, k, v are float tensors with at least 2 dims (..., T, d), all on one device."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        checks.tensor(x, name, "(..., T, d)", kind="float")
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if not q.device == k.device == v.device:
+        raise ValueError(f"q, k and v must be on one device, got q on {q.device}, k on {k.device}, v on {v.device}; "
+                         f"move them with .to(device)")
 
 
 def scaled_dot_product_attention(
@@ -98,18 +149,17 @@ def scaled_dot_product_attention(
         softmax before dropout. Masked positions have weight exactly 0; a query row
         with nothing to attend to has all-zero weights and a zero output (not NaN).
     """
-    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    check_qkv(q, k, v)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"queries and keys must have the same last dimension d_k; got q (..., {q.shape[-1]}) and k (..., {k.shape[-1]})")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"keys and values must have the same length Tk; got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
     if mask is not None:
-        check_mask(mask, scores.shape)
+        check_mask(mask, scores.shape, device=scores.device)
         scores = scores.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN; give it
         # finite scores here and zero its weights below.
@@ -128,7 +178,8 @@ def causal_mask(T_q: int, T_k: int | None = None, device: torch.device | str | N
     With ``T_k > T_q`` (step-by-step decoding with cached keys) the queries are the
     *last* ``T_q`` positions, so query i sits at position ``T_k - T_q + i``.
     """
-    T_k = T_q if T_k is None else T_k
+    T_q = checks.integer(T_q, "T_q", what="the number of queries")
+    T_k = T_q if T_k is None else checks.integer(T_k, "T_k", what="the number of keys")
     if T_q < 1 or T_k < T_q:
         raise ValueError(f"causal_mask needs 1 <= T_q <= T_k, got T_q={T_q}, T_k={T_k}")
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
@@ -141,11 +192,20 @@ def key_padding_mask(ids_or_bool: torch.Tensor, pad_id: int = 0) -> torch.Tensor
     a (B, Tk) bool mask that is already True at real tokens (as from
     ``utils.text.pad_sequences``).
     """
-    x = ids_or_bool
+    x = checks.tensor(ids_or_bool, "key_padding_mask's ids_or_bool", "(B, Tk) of ids or bools")
     if x.dim() != 2:
-        raise ValueError(f"key_padding_mask expects (B, Tk) ids or a (B, Tk) bool mask, got shape {tuple(x.shape)}")
+        raise ValueError(f"key_padding_mask expects (B, Tk) ids or a (B, Tk) bool mask, got shape {tuple(x.shape)}"
+                         + ("; for one sentence add the batch dim: x[None]" if x.dim() == 1 else ""))
+    pad_id = checks.integer(pad_id, "pad_id")
     if x.dtype == torch.bool:
         real = x
+        if real.numel() and not bool(real[:, 0].any()):
+            raise ValueError(
+                "key_padding_mask got a bool mask that is False at the first position of every sentence"
+                + (" (False everywhere)" if not bool(real.any()) else "")
+                + ": a bool mask here is True at real tokens (as pad_sequences and ids != pad give) and batches are "
+                "right-padded, so every sentence starts True. This looks like ids == pad (True at padding, "
+                "nn.MultiheadAttention's key_padding_mask convention): pass ids != pad, ~mask, or the ids themselves")
     elif not x.is_floating_point() and not x.is_complex():
         real = x != pad_id
     else:
@@ -209,8 +269,10 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).reshape(B, T, H * dh)
 
     def _check(self, name: str, x: torch.Tensor) -> None:
+        checks.tensor(x, name, f"(B, T, d_model={self.d_model})", kind="float")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        checks.same_device(self, **{name: x})
 
     def forward(
         self,
@@ -223,13 +285,20 @@ class MultiHeadAttention(nn.Module):
         """query (B, Tq, D), key and value (B, Tk, D); ``mask`` bool broadcastable to
         (B, H, Tq, Tk), True = may attend. Returns ``(output (B, Tq, D), weights
         (B, H, Tq, Tk))``; with ``need_weights=False`` PyTorch's fused kernel is used
-        and the weights are ``None``."""
+        and the weights are ``None``.
+
+        The layout is batch-first. A (T, B, D) tensor (PyTorch's default layout, as
+        ``nn.MultiheadAttention(batch_first=False)`` takes) cannot always be told from a (B, T, D)
+        one: it would attend across the batch instead of along the sentence. Transpose it first
+        with ``x.transpose(0, 1)``; where query and key disagree on the first dim, the error says so."""
         for name, x in (("query", query), ("key", key), ("value", value)):
             self._check(name, x)
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(f"key and value must share (B, Tk), got {tuple(key.shape)} and {tuple(value.shape)}")
         if query.shape[0] != key.shape[0]:
-            raise ValueError(f"query and key must have the same batch size, got {query.shape[0]} and {key.shape[0]}")
+            raise ValueError(f"query and key must have the same batch size, got {query.shape[0]} and {key.shape[0]}; "
+                             f"MultiHeadAttention takes batch-first (B, T, d_model) tensors: with PyTorch's default "
+                             f"(T, B, d_model) layout, pass x.transpose(0, 1)")
         q = self.split_heads(self.q_proj(query))  # (B, H, Tq, d_k)
         k = self.split_heads(self.k_proj(key))    # (B, H, Tk, d_k)
         v = self.split_heads(self.v_proj(value))  # (B, H, Tk, d_k)
@@ -238,7 +307,7 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
         else:
             if mask is not None:
-                check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]))
+                check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]), device=q.device)
             out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
         return self.out_proj(self.merge_heads(out)), weights  # (B, Tq, D)
 
@@ -289,11 +358,12 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """q (..., Tq, d_q), k (..., Tk, d_k), v (..., Tk, d_v) -> (output (..., Tq, d_v), weights (..., Tq, Tk))."""
+        check_qkv(q, k, v)
         # Every (query, key) pair goes through the hidden layer: (..., Tq, Tk, d_hidden).
         hidden = torch.tanh(self.W_q(q).unsqueeze(-2) + self.W_k(k).unsqueeze(-3))
         scores = self.w(hidden).squeeze(-1)  # (..., Tq, Tk)
         if mask is not None:
-            check_mask(mask, scores.shape)
+            check_mask(mask, scores.shape, device=scores.device)
             scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
         weights = torch.softmax(scores, dim=-1)
         if mask is not None:

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from utils import checks
 from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from utils.positional import sinusoidal_encoding
 from utils.scale import GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, repeat_kv, rope_angles, swiglu_hidden
@@ -89,6 +90,8 @@ def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1)
 def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
               device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
+    checks.tensor(data, "data", "(N,) of token ids", dims=1, kind="ids")
+    block_size, batch_size = checks.integer(block_size, "block_size"), checks.integer(batch_size, "batch_size")
     if block_size < 1 or batch_size < 1:
         raise ValueError(f"block_size and batch_size must be >= 1, got {block_size} and {batch_size}")
     if len(data) <= block_size:
@@ -259,6 +262,8 @@ class GPT(nn.Module):
                 cache: list[dict] | None = None, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """idx (B, T) token ids at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
         with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
+        checks.tensor(idx, "idx", "(B, T) of token ids")
+        checks.same_device(self, idx=idx, targets=targets)
         if idx.dim() != 2 or idx.dtype != torch.long:
             raise ValueError(f"idx must be (B, T) token ids of dtype torch.long, got shape {tuple(idx.shape)} "
                              f"and dtype {idx.dtype}")
@@ -288,8 +293,10 @@ class GPT(nn.Module):
         logits = self.head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
+        checks.tensor(targets, "targets", "(B, T) of token ids", kind="ids")
         if targets.shape != idx.shape:
             raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
+        check_ids(targets, self.cfg.vocab_size, "targets")
         return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
     def new_cache(self) -> list[dict]:
@@ -363,6 +370,15 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
     the text is longer than ``block_size`` the window slides and the cache is rebuilt from it, so the
     result is identical to recomputing everything at every step (``use_cache=False``).
     ``max_new_tokens=0`` returns ``idx`` as it is."""
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a utils.gpt.GPT, got {type(model).__name__}")
+    checks.tensor(idx, "idx", "(B, T) of token ids")
+    checks.same_device(model, idx=idx)
+    max_new_tokens = checks.integer(max_new_tokens, "max_new_tokens", what="tokens to add")
+    if top_k is not None:
+        top_k = checks.integer(top_k, "top_k", minimum=1)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number >= 0 (0 = greedy), got {type(temperature).__name__}")
     if idx.dim() != 2 or idx.dtype != torch.long or idx.shape[1] == 0:
         raise ValueError(f"idx must be a non-empty (B, T) tensor of token ids (torch.long), got shape "
                          f"{tuple(idx.shape)} and dtype {idx.dtype}")

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from . import checks
 from .text import PairBatch, check_ids
 from .training import to_device
 
@@ -37,6 +38,8 @@ PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 
 def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.Tensor:
     """Validate a right-padded (B, T) id batch and its bool mask; return lengths (B,)."""
+    checks.tensor(ids, name, "(B, T) of token ids")
+    checks.tensor(mask, f"{name}_mask", "(B, T) of bools, True = real token")
     if ids.dim() != 2 or ids.dtype != torch.long:
         raise ValueError(f"{name} must be (B, T) long token ids, got {ids.dtype} of shape {tuple(ids.shape)}")
     if mask.shape != ids.shape or mask.dtype != torch.bool:
@@ -312,6 +315,9 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
         """Teacher-forced logits (B, T, V) and attention weights (B, T, S) or None."""
+        checks.tensor(src, "src", "(B, S) of token ids")
+        checks.tensor(tgt_in, "tgt_in", "(B, T) of token ids")
+        checks.same_device(self, src=src, src_mask=src_mask, tgt_in=tgt_in)
         if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with the source's B={src.shape[0]}, got {tuple(tgt_in.shape)} "
                              f"for src {tuple(src.shape)}")
@@ -323,6 +329,7 @@ class Seq2Seq(nn.Module):
 def seq2seq_loss(model: Seq2Seq, batch: PairBatch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing: feed <bos> y_1 .. y_{n-1}, predict y_1 .. y_n <eos>; pads are ignored."""
     logits, _ = model(batch.src, batch.src_mask, batch.tgt[:, :-1])              # (B, T-1, V)
+    check_ids(batch.tgt[:, -1], logits.shape[-1], "batch.tgt (the targets)")    # the others were checked as inputs
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
                            ignore_index=PAD_ID, label_smoothing=label_smoothing)
 
@@ -339,7 +346,14 @@ def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
 def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None,
                        bos_id: int) -> None:
     """Clear errors for the arguments shared by :func:`greedy_decode` and :func:`beam_search`."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a utils.rnn.Seq2Seq, got {type(model).__name__}"
+                        + ("; for the Transformer use utils.transformer's greedy_decode and beam_search"
+                           if hasattr(model, "cfg") else ""))
     _check_ids_mask(src, src_mask, "src")
+    checks.same_device(model, src=src, src_mask=src_mask)
+    if max_len is not None:
+        checks.integer(max_len, "max_len", what="the most tokens to generate")
     if max_len is not None and max_len < 1:
         raise ValueError(f"max_len must be >= 1 (the most tokens to generate), or None for 2 × source length + 10; "
                          f"got {max_len}")
@@ -409,8 +423,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_
     :func:`greedy_decode` (an empty batch gives ``([], [])``); ``beam_size=1`` gives exactly
     greedy's translation.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    beam_size = checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
     _check_decode_args(model, src, src_mask, max_len, bos_id)
     was_training = model.training
     model.eval()
@@ -465,8 +478,14 @@ def _beam_one(model, src, src_mask, k, max_len, alpha, bos_id, eos_id):
 def make_decode_fn(model: Seq2Seq, method: str = "greedy", beam_size: int = 5, alpha: float = 1.0,
                    max_len: int | None = None):
     """A ``decode_fn(batch) -> list of id lists`` for :mod:`utils.translation`."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"make_decode_fn expects a utils.rnn.Seq2Seq, got {type(model).__name__}"
+                        + ("; for the Transformer use utils.transformer.make_decode_fn" if hasattr(model, "cfg") else ""))
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+    checks.integer(beam_size, "beam_size", minimum=1)
+    if max_len is not None:
+        checks.integer(max_len, "max_len", minimum=1)
 
     def decode(batch: PairBatch) -> list[list[int]]:
         batch = to_device(batch, next(model.parameters()).device)

@@ -31,7 +31,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from utils.attention import check_mask
+from utils import checks
+from utils.attention import check_qkv, check_mask
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
            "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
@@ -64,20 +65,18 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     is O(Tq · block_size) instead of O(Tq · Tk). A query with nothing to attend to gets zeros.
     ``is_causal=True`` applies :func:`utils.attention.causal_mask` (Tq, Tk) block by block, without
     forming it (the queries are the last Tq positions), combined with ``mask`` if one is given."""
-    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    check_qkv(q, k, v)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"need q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v); got {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
-    if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    block_size = checks.integer(block_size, "block_size", minimum=1, what="keys per block")
     if is_causal and k.shape[-2] < q.shape[-2]:
         raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
                          f"Tk={k.shape[-2]}")
     Tq, Tk = q.shape[-2], k.shape[-2]
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     if mask is not None:
-        check_mask(mask, (*batch, Tq, Tk))
+        check_mask(mask, (*batch, Tq, Tk), device=q.device)
     q = q / math.sqrt(q.shape[-1])
     m = q.new_full((*batch, Tq, 1), float("-inf"))
     l = q.new_zeros((*batch, Tq, 1))
@@ -183,13 +182,15 @@ class GroupedQueryAttention(nn.Module):
         """q (B, H, Tq, dh), k and v (B, H_kv, Tk, dh) -> (B, Tq, d_model), through the fused kernel."""
         rep = self.num_heads // self.num_kv_heads
         if mask is not None:
-            check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]))
+            check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]), device=q.device)
         p = self.dropout if self.training else 0.0
         out = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), attn_mask=mask, dropout_p=p)
         return self.out_proj(self.merge_heads(out))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Self-attention of x (B, T, d_model); ``mask`` bool, True = may attend. Returns (B, T, d_model)."""
+        checks.tensor(x, "x", "(B, T, d_model)", dims=3, kind="float")
+        checks.same_device(self, x=x)
         return self.attend(*self.project(x), mask)
 
 

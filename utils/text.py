@@ -140,6 +140,12 @@ class Vocab:
         return token in self.stoi
 
     def __getitem__(self, token: str) -> int:
+        """The id of ``token`` (``<unk>``'s for an unknown word). An id is a TypeError, not ``<unk>``."""
+        if not isinstance(token, str):
+            hint = (f"; for the token with id {token} use vocab.itos[{token}] (or vocab.decode([{token}]))"
+                    if isinstance(token, int) or isinstance(token, torch.Tensor) and token.numel() == 1 else "")
+            raise TypeError(f"vocab[...] looks up a token (a str) and gives its id, got {type(token).__name__} "
+                            f"{token!r}" + hint)
         return self.stoi.get(token, self.unk_id)
 
     def __repr__(self) -> str:

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from utils import checks
+
 __all__ = [
     "set_seed",
     "get_device",
@@ -191,8 +193,16 @@ def fit(
     a loader that yields no batch, or a ``loss_fn`` that returns more than one number,
     raises a ValueError.
     """
-    if epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"fit's model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, got {type(loss_fn).__name__}")
+    checks.optimizer_for(model, optimizer)
+    if scheduler is not None and not hasattr(scheduler, "step"):
+        raise TypeError(f"scheduler must be a learning-rate scheduler (with .step()), got {type(scheduler).__name__}")
+    epochs = checks.integer(epochs, "epochs", minimum=1)
+    if max_steps is not None:
+        max_steps = checks.integer(max_steps, "max_steps")
     if clip_grad_norm is not None and not clip_grad_norm > 0:
         raise ValueError(f"clip_grad_norm must be > 0 (0 would zero every gradient); pass None to turn clipping off, "
                          f"got {clip_grad_norm}")
@@ -232,6 +242,11 @@ def fit(
             batch = to_device(batch, device)
             loss = _check_loss(loss_fn(model, batch))
             if not torch.isfinite(loss):
+                if batches == 1 and history.steps == 0:  # no update yet: the learning rate cannot be the cause
+                    raise FloatingPointError(
+                        f"loss is {loss.item()} at the first step, before any update, so the learning rate is not "
+                        f"the cause: check the batch (NaN or inf in the inputs, e.g. torch.isfinite(x).all()) and "
+                        f"the loss function")
                 raise FloatingPointError(f"loss became {loss.item()} at step {history.steps}; lower the learning rate")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -377,6 +392,10 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
+    if isinstance(map_location, (str, torch.device)) and torch.device(map_location).type == "cuda" \
+            and not torch.cuda.is_available():
+        raise RuntimeError(f"load_checkpoint: map_location={str(map_location)!r}, but CUDA is not available here; "
+                           f"load onto the CPU (map_location='cpu', the default) or map_location=get_device()")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # noqa: BLE001 - every failure gets the same plain explanation

@@ -30,7 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
+from utils import checks
+from utils.attention import MultiHeadAttention, causal_mask, check_mask, key_padding_mask, scaled_dot_product_attention
 from utils.positional import SinusoidalPositionalEncoding
 from utils.text import check_ids
 
@@ -75,8 +76,15 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            checks.integer(getattr(self, name), name, minimum=1)
+        for name in ("num_encoder_layers", "num_decoder_layers"):
+            checks.integer(getattr(self, name), name, minimum=0)
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout!r}")
+        checks.integer(self.pad_id, "pad_id")
+        if not 0 <= self.pad_id < min(self.src_vocab, self.tgt_vocab):
+            raise ValueError(f"pad_id {self.pad_id} is outside the vocabularies (src_vocab={self.src_vocab}, "
+                             f"tgt_vocab={self.tgt_vocab}); the course's <pad> is id 0")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
@@ -252,6 +260,9 @@ class Transformer(nn.Module):
 
     def embed(self, emb: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """(B, T) ids -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout."""
+        name = "src" if emb is not self.tgt_embed else "tgt"
+        checks.tensor(ids, name, "(B, T) of token ids")
+        checks.same_device(self, **{name: ids})
         if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
             raise ValueError(f"expected (B, T) integer token ids, got {tuple(ids.shape)} {ids.dtype}")
         check_ids(ids, emb.num_embeddings, "source ids" if emb is not self.tgt_embed else "target ids")
@@ -259,14 +270,19 @@ class Transformer(nn.Module):
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src (B, S) ids -> memory (B, S, D). ``src_mask`` defaults to the padding of ``src``."""
-        src_mask = self.src_mask(src) if src_mask is None else src_mask
-        return self.encoder(self.embed(self.src_embed, src), src_mask)
+        x = self.embed(self.src_embed, src)
+        if src_mask is None:
+            src_mask = self.src_mask(src)
+        else:
+            check_mask(src_mask, (src.shape[0], self.cfg.num_heads, src.shape[1], src.shape[1]), "src_mask", x.device)
+        return self.encoder(x, src_mask)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
                cache: Cache | None = None, offset: int = 0) -> torch.Tensor:
         """tgt (B, T) ids at positions offset .. offset+T-1 -> logits (B, T, V). With a cache
         (from :meth:`new_cache`), ``tgt`` holds only the tokens not yet seen and ``offset`` is
         how many were."""
+        checks.tensor(memory, "memory", "(B, S, d_model), the output of encode()", kind="float")
         if cache is not None and cache[0].get("self_k") is not None and cache[0]["self_k"].shape[2] != offset:
             raise ValueError(f"offset={offset}, but the cache already holds positions 0..{cache[0]['self_k'].shape[2] - 1}: "
                              f"the new tokens must start at position {cache[0]['self_k'].shape[2]}")
@@ -275,6 +291,8 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """src (B, S), tgt_in (B, T) (target shifted right, starting with <bos>) -> logits (B, T, V)."""
+        checks.tensor(src, "src", "(B, S) of token ids")
+        checks.tensor(tgt_in, "tgt_in", "(B, T) of token ids")
         src_mask = self.src_mask(src)
         return self.decode(tgt_in, self.encode(src, src_mask), src_mask)
 
@@ -310,10 +328,15 @@ class EncoderTagger(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src (B, S) ids -> logits (B, S, tgt_vocab). ``src_mask`` defaults to the padding of ``src``
         (``cfg.pad_id``); the logits at padded positions are computed but mean nothing."""
+        checks.tensor(src, "src", "(B, S) of token ids")
         if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
             raise ValueError(f"expected (B, S) integer token ids, got {tuple(src.shape)} {src.dtype}")
+        checks.same_device(self, src=src)
         check_ids(src, self.cfg.src_vocab, "source ids")
-        src_mask = key_padding_mask(src, self.cfg.pad_id) if src_mask is None else src_mask
+        if src_mask is None:
+            src_mask = key_padding_mask(src, self.cfg.pad_id)
+        else:
+            check_mask(src_mask, (src.shape[0], self.cfg.num_heads, src.shape[1], src.shape[1]), "src_mask", src.device)
         x = self.dropout(self.pos(self.src_embed(src) * math.sqrt(self.cfg.d_model)))  # (B, S, D)
         return self.out_proj(self.encoder(x, src_mask))                                # (B, S, tgt_vocab)
 
@@ -327,11 +350,22 @@ def _reorder(cache: Cache, index: torch.Tensor) -> None:
             layer[key] = layer[key].index_select(0, index)
 
 
-def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int) -> None:
+def _check_model(model: object) -> None:
+    """A TypeError unless ``model`` is a :class:`Transformer` (or has its encode/decode/new_cache/cfg)."""
+    if not all(hasattr(model, a) for a in ("encode", "decode", "new_cache", "cfg")):
+        hint = ("; for utils.rnn's Seq2Seq use utils.rnn's greedy_decode, beam_search and make_decode_fn"
+                if hasattr(model, "encoder") and hasattr(model, "decoder") else "")
+        raise TypeError(f"model must be a utils.transformer.Transformer, got {type(model).__name__}{hint}")
+
+
+def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int) -> None:
     """Clear errors for the arguments of :func:`greedy_decode` and :func:`beam_search`."""
-    if max_len < 1:
-        raise ValueError(f"max_len must be >= 1 (the most tokens to generate), got {max_len}")
+    _check_model(model)
+    checks.tensor(src, "src", "(B, S) of token ids", kind="ids")
+    checks.integer(max_len, "max_len", minimum=1, what="the most tokens to generate")
+    checks.integer(bos_id, "bos_id"), checks.integer(eos_id, "eos_id")
     check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")  # (an eos_id outside the vocabulary is allowed: it never ends a sentence)
+    checks.same_device(model, src=src)
     if src.dim() != 2:
         raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
     empty = (~(src != model.cfg.pad_id).any(1)).nonzero().flatten().tolist()
@@ -351,10 +385,19 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     step included, so len = tokens + 1 if it stopped). With ``return_logits``, also the
     (B, steps, V) logits of every step. ``use_cache=False`` recomputes the whole prefix at
     every step (slow; for checking the cache). A sentence of only ``<pad>`` is a ValueError; an
-    empty batch (B = 0) gives ``[]``.
+    empty batch (B = 0) gives ``[]``. The model is run in eval mode and left in the mode it was in.
     """
-    _check_decode_args(model, src, max_len, bos_id)
+    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    was_training = model.training
     model.eval()
+    try:
+        return _greedy(model, src, max_len, bos_id, eos_id, use_cache, return_attention, return_logits)
+    finally:
+        model.train(was_training)
+
+
+def _greedy(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool,
+            return_attention: bool, return_logits: bool):
     B = src.shape[0]
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask)  # (B, S, D)
@@ -447,12 +490,16 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
     (padding is masked, so a padded sentence gives what it gives alone). A hypothesis ends
     when <eos> is among the ``beam_size`` best continuations; the search stops when
     ``beam_size`` hypotheses have ended or after ``max_len`` steps. Returns token-id lists
-    (without <bos>/<eos>), plus per-sentence cross-attention (len, S) with ``return_attention``."""
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    _check_decode_args(model, src, max_len, bos_id)
+    (without <bos>/<eos>), plus per-sentence cross-attention (len, S) with ``return_attention``.
+    The model is run in eval mode and left in the mode it was in."""
+    beam_size = checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
+    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    was_training = model.training
     model.eval()
-    results = [_beam_one(model, src[b:b + 1], beam_size, max_len, bos_id, eos_id, length_penalty) for b in range(src.shape[0])]
+    try:
+        results = [_beam_one(model, src[b:b + 1], beam_size, max_len, bos_id, eos_id, length_penalty) for b in range(src.shape[0])]
+    finally:
+        model.train(was_training)
     tokens = [r[0] for r in results]
     return (tokens, [r[1] for r in results]) if return_attention else tokens
 
@@ -463,7 +510,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
 def translation_loss(model: Transformer, batch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing on a :class:`~utils.text.PairBatch`: feed ``<bos> y1 .. y(n-1)``, predict
     ``y1 .. yn <eos>`` at every position at once; ``<pad>`` targets are ignored."""
-    logits = model(batch.src, batch.tgt[:, :-1])  # (B, T-1, V)
+    logits = model(batch.src, batch.tgt[:, :-1])  # (B, T-1, V); checks every target id but the last
+    check_ids(batch.tgt[:, -1], model.cfg.tgt_vocab, "batch.tgt (the targets)")
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
                            ignore_index=model.cfg.pad_id, label_smoothing=label_smoothing)
 
@@ -472,8 +520,12 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
                    max_len: int | None = None, bos_id: int = 2, eos_id: int = 3):
     """A ``decode_fn(batch) -> list of id lists`` for :mod:`utils.translation`. Outputs are
     at most ``max_len`` tokens (default: 2 × the batch's source length + 10)."""
+    _check_model(model)
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+    checks.integer(beam_size, "beam_size", minimum=1)
+    if max_len is not None:
+        checks.integer(max_len, "max_len", minimum=1)
 
     def decode(batch) -> list[list[int]]:
         src = batch.src.to(next(model.parameters()).device)  # (B, S)

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import torch
+from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
+from . import checks
 from .data import load_multi30k_pairs
 from .metrics import BLEUScore, bleu, tokenized_bleu
 from .text import PairBatch, PairDataset, Vocab, collate_pairs, detokenize, tokenize
@@ -111,8 +113,13 @@ def prepare_translation(
     ``<bos> w1 ... wn <eos>``.
     """
     for name, value in (("max_train_len", max_train_len), ("train_subset", train_subset), ("max_eval_len", max_eval_len)):
-        if value is not None and value < 1:
+        if value is not None and checks.integer(value, name) < 1:
             raise ValueError(f"{name} must be a positive int or None, got {value}")
+    checks.integer(min_freq, "min_freq", minimum=1)
+    if vocabs is not None and not (isinstance(vocabs, (tuple, list)) and len(vocabs) == 2
+                                   and all(isinstance(v, Vocab) for v in vocabs)):
+        raise TypeError(f"vocabs must be a pair (src_vocab, tgt_vocab) of Vocab, e.g. (shipped.src_vocab, "
+                        f"shipped.tgt_vocab), got {type(vocabs).__name__}")
     pairs, tokens = {}, {}
     for split in SPLITS:
         raw = load_multi30k_pairs(_DATA_SPLIT[split], src, tgt)
@@ -123,6 +130,9 @@ def prepare_translation(
             keep = sorted(random.Random(seed).sample(keep, train_subset))
         pairs[split] = [raw[i] for i in keep]
         tokens[split] = [toks[i] for i in keep]
+        if split == "train" and not keep:
+            raise ValueError(f"max_train_len={max_train_len} keeps no training pair (every sentence has more tokens); "
+                             f"use a larger value (most sentences have 8 to 20 tokens) or None")
     if vocabs is not None:
         src_vocab, tgt_vocab = vocabs
     else:
@@ -204,6 +214,12 @@ def translate(decode_fn: DecodeFn, data: TranslationData, split: str = "test", b
               device: torch.device | str | None = None) -> list[list[str]]:
     """Translate every sentence of ``split`` with ``decode_fn``; returns target
     tokens per sentence, in the dataset's order (batches are length-sorted inside)."""
+    if isinstance(decode_fn, nn.Module) or not callable(decode_fn):
+        raise TypeError(f"decode_fn must be a function batch -> list of id lists, got {type(decode_fn).__name__}"
+                        + (": make one from the model with make_decode_fn(model) (utils.transformer or utils.rnn), "
+                           "or shipped.decode_fn() for a shipped model" if isinstance(decode_fn, nn.Module) else ""))
+    if not isinstance(data, TranslationData):
+        raise TypeError(f"data must be the TranslationData of prepare_translation(...), got {type(data).__name__}")
     if split not in data.datasets:
         raise ValueError(f"unknown split {split!r}; choose one of {list(data.datasets)}")
     from .training import to_device
@@ -214,10 +230,22 @@ def translate(decode_fn: DecodeFn, data: TranslationData, split: str = "test", b
         batch = collate_pairs([ds[i] for i in idx])
         if device is not None:
             batch = to_device(batch, device)
-        hyps = decode_fn(batch)
+        try:
+            hyps = decode_fn(batch)
+        except ValueError as e:
+            if "outside the vocabulary" not in str(e):
+                raise
+            raise ValueError(f"{e}. The model was trained with other vocabularies than `data`'s: prepare the data "
+                             f"with the model's own, prepare_translation(..., vocabs=(src_vocab, tgt_vocab)) "
+                             f"(for a shipped model: vocabs=(shipped.src_vocab, shipped.tgt_vocab))") from None
         if len(hyps) != len(idx):
             raise ValueError(f"decode_fn returned {len(hyps)} sequences for a batch of {len(idx)}")
         for i, h in zip(idx, hyps):
+            too_big = [t for t in (h.tolist() if isinstance(h, torch.Tensor) else h) if isinstance(t, int) and t >= len(data.tgt_vocab)]
+            if too_big:
+                raise ValueError(f"decode_fn produced id {too_big[0]}, outside data's target vocabulary of size "
+                                 f"{len(data.tgt_vocab)}: the model was trained with other vocabularies; prepare the "
+                                 f"data with the model's own, prepare_translation(..., vocabs=(src_vocab, tgt_vocab))")
             out[i] = postprocess(h, data.tgt_vocab)
     return out  # type: ignore[return-value]
 

@@ -1,0 +1,334 @@
+"""Issue 30: every slip a learner makes with the public API gets an error that names it.
+
+Property tests over the entry points: the mask convention (each mask the course builds is accepted,
+its inverse, nn.MultiheadAttention's True = blocked convention, is refused at every entry point that
+takes a mask), wrong Python types (named in the message), workflow slips and degenerate sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from utils import checks
+from utils.attention import (AdditiveAttention, MultiHeadAttention, causal_mask, combine_masks, key_padding_mask,
+                             scaled_dot_product_attention)
+from utils.gpt import GPT, GPTConfig, generate, get_batch
+from utils.rnn import Seq2Seq
+from utils.rnn import beam_search as rnn_beam
+from utils.rnn import greedy_decode as rnn_greedy
+from utils.scale import GroupedQueryAttention, block_attention
+from utils.schedule import transformer_adam
+from utils.text import Vocab
+from utils.training import fit
+from utils.transformer import (EncoderTagger, Transformer, TransformerConfig, beam_search, greedy_decode,
+                               make_decode_fn)
+from utils.translation import translate
+
+D, H = 8, 2
+CONVENTION = r"True = may attend"
+
+
+def right_padded(lengths: list[int], T: int, V: int = 20, seed: int = 0) -> torch.Tensor:
+    """(B, T) ids, right-padded with 0, the first sentence unpadded (as pad_sequences pads to the longest)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, V, (len(lengths), T), generator=g)
+    return ids.masked_fill(torch.arange(T)[None] >= torch.tensor(lengths)[:, None], 0)
+
+
+def entry_points():
+    """(name, call(mask, ids)) for every public entry point that takes an attention mask over (B, T, T)."""
+    torch.manual_seed(0)
+    mha, add = MultiHeadAttention(D, H), AdditiveAttention(D, D, 4)
+    gqa = GroupedQueryAttention(D, H, 1)
+    cfg = TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1, num_decoder_layers=1,
+                            dropout=0.0, max_len=32)
+    tf, tagger = Transformer(cfg), EncoderTagger(cfg)
+
+    def x_of(ids):
+        return torch.randn(ids.shape[0], ids.shape[1], D)
+
+    def heads(ids):
+        return torch.randn(ids.shape[0], H, ids.shape[1], D)
+
+    return {
+        "scaled_dot_product_attention": lambda m, ids: scaled_dot_product_attention(*(heads(ids),) * 3, m),
+        "AdditiveAttention": lambda m, ids: add(*(heads(ids),) * 3, m),
+        "MultiHeadAttention": lambda m, ids: mha(*(x_of(ids),) * 3, m),
+        "MultiHeadAttention(need_weights=False)": lambda m, ids: mha(*(x_of(ids),) * 3, m, need_weights=False),
+        "block_attention": lambda m, ids: block_attention(*(heads(ids),) * 3, m, block_size=2),
+        "GroupedQueryAttention": lambda m, ids: gqa(x_of(ids), m),
+        "Transformer.encode": lambda m, ids: tf.encode(ids, m),
+        "EncoderTagger": lambda m, ids: tagger(ids, m),
+    }
+
+
+ENTRY = entry_points()
+ENCODER_ONLY = {"Transformer.encode", "EncoderTagger"}  # their masks are source padding (B, 1, 1, S)
+
+
+@settings(max_examples=25, deadline=None)
+@given(lengths=st.lists(st.integers(1, 7), min_size=1, max_size=4), extra=st.integers(0, 3),
+       kind=st.sampled_from(["padding", "causal", "both"]), entry=st.sampled_from(sorted(ENTRY)),
+       seed=st.integers(0, 1000))
+def test_each_mask_accepted_and_its_inverse_refused(lengths, extra, kind, entry, seed):
+    T = max(lengths) + extra
+    lengths = [T] + lengths  # the longest sentence has no padding
+    ids = right_padded(lengths, T, seed=seed)
+    if entry in ENCODER_ONLY:
+        kind = "padding"
+    if T == 1 and kind != "padding":
+        kind = "padding"
+    ours = {"padding": key_padding_mask(ids), "causal": causal_mask(T),
+            "both": combine_masks(key_padding_mask(ids), causal_mask(T))}[kind]
+    if ours.dim() == 2:
+        ours = ours[None, None]  # a pattern shared by the batch, unambiguous for any B
+    ENTRY[entry](ours, ids)  # the course's convention: accepted
+    with pytest.raises(ValueError, match=CONVENTION) as e:
+        ENTRY[entry](~ours, ids)  # nn.MultiheadAttention's convention (True = blocked): refused
+    assert "~causal_mask" in str(e.value) and "ids == pad" in str(e.value)  # says which slips it means
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY))
+@pytest.mark.parametrize("T", [1, 2, 5])
+def test_the_learners_spellings_of_the_other_convention(entry, T):
+    """~causal_mask(T) and ids == pad, written as a learner writes them for nn.MultiheadAttention."""
+    ids = right_padded([T, max(1, T - 1)], T)
+    inverted = [(ids == 0)[:, None, None, :]]
+    if entry not in ENCODER_ONLY:
+        inverted.append(~causal_mask(T))
+        inverted.append(~causal_mask(T)[None, None] | (ids == 0)[:, None, None, :])  # nn.MHA's combined mask
+    for m in inverted:
+        if m.dim() == 2 and ids.shape[0] == T:
+            m = m[None, None]
+        with pytest.raises(ValueError, match=CONVENTION):
+            ENTRY[entry](m, ids)
+
+
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4), seed=st.integers(0, 100))
+def test_key_padding_mask_refuses_ids_eq_pad(lengths, seed):
+    T = max(lengths)
+    ids = right_padded(lengths, T, seed=seed)
+    assert torch.equal(key_padding_mask(ids != 0), key_padding_mask(ids))
+    with pytest.raises(ValueError, match=r"ids == pad.*ids != pad"):
+        key_padding_mask(ids == 0)
+
+
+def test_masks_the_course_builds_elsewhere_are_accepted():
+    """Decoding steps (one query over a cache) and cross-attention with Tq > Tk keep working."""
+    q = torch.randn(2, H, 1, D)
+    kv = torch.randn(2, H, 6, D)
+    scaled_dot_product_attention(q, kv, kv, causal_mask(1, 6))
+    q = torch.randn(2, H, 9, D)  # 9 target positions over 6 source tokens
+    kv = torch.randn(2, H, 6, D)
+    scaled_dot_product_attention(q, kv, kv, key_padding_mask(right_padded([6, 3], 6)))
+    m = torch.ones(3, 3, dtype=torch.bool)
+    m[1] = False  # one fully masked row is still a documented result (zeros), not an error
+    out, w = scaled_dot_product_attention(*(torch.randn(1, 3, 4),) * 3, m)
+    assert (w[0, 1] == 0).all()
+
+
+# --------------------------------------------------------------------------- wrong types at the door
+
+BAD = {"None": None, "list": [[4, 5, 6]], "ndarray": np.array([[4, 5, 6]]), "str": "ein hund", "float": 1.5}
+
+
+def _tiny_transformer():
+    cfg = TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1, num_decoder_layers=1,
+                            dropout=0.0, max_len=32)
+    return Transformer(cfg)
+
+
+def _tiny_gpt():
+    return GPT(GPTConfig(vocab_size=20, block_size=16, n_layer=1, n_head=H, d_model=D))
+
+
+def tensor_args():
+    """(entry point, argument name, call(bad)) for the tensor arguments of the public API."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, D)
+    ids = torch.tensor([[4, 5, 6], [7, 8, 0]])
+    tf, gpt, mha = _tiny_transformer(), _tiny_gpt(), MultiHeadAttention(D, H)
+    rnn = Seq2Seq(20, 20, 8, 8, 8)
+    mask = ids != 0
+    return [
+        ("sdpa", "q", lambda b: scaled_dot_product_attention(b, x, x)),
+        ("sdpa", "k", lambda b: scaled_dot_product_attention(x, b, x)),
+        ("sdpa", "v", lambda b: scaled_dot_product_attention(x, x, b)),
+        ("sdpa", "mask", lambda b: scaled_dot_product_attention(x, x, x, b)),
+        ("MultiHeadAttention", "query", lambda b: mha(b, x, x)),
+        ("MultiHeadAttention", "key", lambda b: mha(x, b, x)),
+        ("block_attention", "q", lambda b: block_attention(b, x, x)),
+        ("key_padding_mask", "ids_or_bool", lambda b: key_padding_mask(b)),
+        ("Transformer", "src", lambda b: tf(b, ids)),
+        ("Transformer", "tgt_in", lambda b: tf(ids, b)),
+        ("greedy_decode", "src", lambda b: greedy_decode(tf, b, 5, 2, 3)),
+        ("GPT", "idx", lambda b: gpt(b)),
+        ("generate", "idx", lambda b: generate(gpt, b, 2)),
+        ("get_batch", "data", lambda b: get_batch(b, 4, 2)),
+        ("rnn.greedy_decode", "src", lambda b: rnn_greedy(rnn, b, mask)),
+        ("rnn.greedy_decode", "src_mask", lambda b: rnn_greedy(rnn, ids, b)),
+    ]
+
+
+@pytest.mark.parametrize("bad", sorted(BAD))
+@pytest.mark.parametrize("entry,arg,call", tensor_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_non_tensors_are_named(entry, arg, call, bad):
+    if arg == "mask" and bad == "None":
+        return  # no mask is a valid call
+    with pytest.raises(TypeError, match=rf"\b{arg}\b.*must be a torch\.Tensor.*got") as e:
+        call(BAD[bad])
+    hint = {"list": "torch.tensor", "ndarray": "torch.from_numpy", "None": "None"}.get(bad)
+    if hint:
+        assert hint in str(e.value)
+
+
+def int_args():
+    """(entry point, argument name, call(value)) for the whole-number arguments."""
+    tf, gpt = _tiny_transformer(), _tiny_gpt()
+    rnn = Seq2Seq(20, 20, 8, 8, 8)
+    src = torch.tensor([[4, 5, 6]])
+    return [
+        ("causal_mask", "T_q", lambda n: causal_mask(n)),
+        ("greedy_decode", "max_len", lambda n: greedy_decode(tf, src, n, 2, 3)),
+        ("beam_search", "max_len", lambda n: beam_search(tf, src, 2, n, 2, 3)),
+        ("beam_search", "beam_size", lambda n: beam_search(tf, src, n, 5, 2, 3)),
+        ("make_decode_fn", "beam_size", lambda n: make_decode_fn(tf, "beam", beam_size=n)),
+        ("rnn.greedy_decode", "max_len", lambda n: rnn_greedy(rnn, src, src != 0, n)),
+        ("rnn.beam_search", "beam_size", lambda n: rnn_beam(rnn, src, src != 0, n)),
+        ("generate", "max_new_tokens", lambda n: generate(gpt, src, n)),
+        ("generate", "top_k", lambda n: generate(gpt, src, 2, top_k=n)),
+        ("get_batch", "block_size", lambda n: get_batch(torch.arange(50) % 20, n, 2)),
+        ("block_attention", "block_size", lambda n: block_attention(*(torch.randn(1, 3, 4),) * 3, block_size=n)),
+        ("TransformerConfig", "num_encoder_layers", lambda n: TransformerConfig(20, 20, num_encoder_layers=n)),
+    ]
+
+
+@pytest.mark.parametrize("value", [1.5 * 3, 2.5, "3", None, True])
+@pytest.mark.parametrize("entry,arg,call", int_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_non_integers_are_named(entry, arg, call, value):
+    if value is None and arg in ("top_k",) or value is None and entry.startswith("rnn") and arg == "max_len":
+        return  # None is documented there: no top-k filter, the default length
+    with pytest.raises(TypeError, match=rf"^{arg} must be an int") as e:
+        call(value)
+    if isinstance(value, float):
+        assert "round it" in str(e.value)
+
+
+@pytest.mark.parametrize("entry,arg,call", int_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_whole_numbers_of_other_types_are_accepted(entry, arg, call):
+    call(2), call(np.int64(2)), call(torch.tensor(2))
+
+
+@pytest.mark.parametrize("arg,value", [("num_encoder_layers", -1), ("num_decoder_layers", -2), ("d_model", 0),
+                                       ("pad_id", 20), ("pad_id", -1), ("dropout", 1.0)])
+def test_degenerate_sizes_are_refused(arg, value):
+    with pytest.raises(ValueError, match=arg):
+        TransformerConfig(20, 20, **{"d_model": 8, "num_heads": 2, arg: value})
+
+
+# --------------------------------------------------------------------------- workflow slips
+
+
+def _loader(n=3):
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(4, 3, generator=g) for _ in range(n)]
+
+
+def _loss(model, x):
+    return model(x).pow(2).mean()
+
+
+def test_fit_refuses_an_optimizer_of_another_model():
+    old = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(old.parameters(), lr=0.1)
+    new = torch.nn.Linear(3, 1)  # a re-run cell built the model again
+    with pytest.raises(ValueError, match="none of this model's parameters.*another model"):
+        fit(new, _loss, _loader(), opt, progress=False)
+    before = new.weight.detach().clone()
+    fit(new, _loss, _loader(), torch.optim.SGD(new.parameters(), lr=0.1), progress=False)
+    assert not torch.equal(before, new.weight)  # the right optimizer does train
+
+
+def test_fit_refuses_an_optimizer_scheduler_pair():
+    model = torch.nn.Linear(8, 1)
+    pair = transformer_adam(model.parameters(), d_model=8, warmup=4)
+    with pytest.raises(TypeError, match=r"tuple.*unpack it.*scheduler=sched"):
+        fit(model, lambda m, x: m(x).mean(), [torch.randn(2, 8)], pair, progress=False)
+    with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
+        fit(model, lambda m, x: m(x).mean(), [torch.randn(2, 8)], None, progress=False)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nan_in_the_data_at_the_first_step_is_not_blamed_on_the_learning_rate(bad):
+    model = torch.nn.Linear(3, 1)
+    data = _loader()
+    data[0][1, 2] = bad
+    with pytest.raises(FloatingPointError, match="first step, before any update.*not the cause.*check the batch"):
+        fit(model, _loss, data, torch.optim.SGD(model.parameters(), lr=0.1), progress=False)
+    data = _loader()
+    data[1][0, 0] = bad  # later: an update happened, the learning rate is one suspect
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        fit(model, _loss, data, torch.optim.SGD(model.parameters(), lr=0.1), progress=False)
+
+
+@pytest.mark.parametrize("i", [0, 5, 10_000])
+def test_vocab_refuses_an_int(i):
+    vocab = Vocab.build([["ein", "hund"]])
+    assert vocab["hund"] == vocab.itos.index("hund") and vocab["katze"] == vocab.unk_id
+    with pytest.raises(TypeError, match=rf"vocab\[\.\.\.\] looks up a token.*vocab\.itos\[{i}\]"):
+        vocab[i]
+
+
+def test_translate_refuses_a_model_for_decode_fn():
+    tf = _tiny_transformer()
+    with pytest.raises(TypeError, match=r"decode_fn must be a function.*make_decode_fn\(model\)"):
+        translate(tf, None)
+    with pytest.raises(TypeError, match="utils.rnn's greedy_decode"):
+        greedy_decode(Seq2Seq(20, 20, 8, 8, 8), torch.tensor([[4, 5]]), 3, 2, 3)
+
+
+@pytest.mark.parametrize("use", ["greedy", "beam"])
+@pytest.mark.parametrize("training", [True, False])
+def test_transformer_decoders_restore_the_mode(use, training):
+    tf = _tiny_transformer().train(training)
+    src = torch.tensor([[4, 5, 6]])
+    greedy_decode(tf, src, 3, 2, 3) if use == "greedy" else beam_search(tf, src, 2, 3, 2, 3)
+    assert tf.training == training and all(m.training == training for m in tf.modules())
+
+
+def test_targets_outside_the_vocabulary_are_named():
+    gpt = _tiny_gpt()
+    idx = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="targets: id 20 is outside the vocabulary of size 20"):
+        gpt(idx, torch.tensor([[1, 2, 20]]))
+
+
+def test_devices_are_compared_and_named():
+    tf = _tiny_transformer()
+    meta = torch.tensor([[4, 5, 6]], device="meta")
+    with pytest.raises(ValueError, match=r"src is on meta but the model's weights are on cpu.*src\.to\('cpu'\)"):
+        tf(meta, torch.tensor([[2, 4]]))
+    mha = MultiHeadAttention(D, H)
+    with pytest.raises(ValueError, match=r"query is on meta"):
+        mha(*(torch.randn(1, 3, D, device="meta"),) * 3)
+    x = torch.randn(1, 3, D)
+    with pytest.raises(ValueError, match=r"mask is on meta but the scores are on cpu"):
+        scaled_dot_product_attention(x, x, x, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+
+
+def test_the_helpers_refuse_what_they_document():
+    assert checks.integer(np.int32(3), "n") == 3 and checks.integer(torch.tensor(4), "n") == 4
+    for bad in (3.0, True, None, "3", torch.tensor(2.0)):
+        with pytest.raises(TypeError, match="n must be an int"):
+            checks.integer(bad, "n")
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
+        checks.integer(0, "n", minimum=1)
+    with pytest.raises(ValueError, match=r"x must be .*\(3 dims\), got shape \(2, 4\).*x\[None\]"):
+        checks.tensor(torch.zeros(2, 4), "x", "(B, T, D)", dims=3)
+    with pytest.raises(TypeError, match="must hold integer token ids, got a tensor of dtype torch.float32"):
+        checks.tensor(torch.zeros(2), "ids", kind="ids")
