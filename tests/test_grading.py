@@ -282,3 +282,29 @@ def test_the_judge_is_ready_before_the_kernel_and_ignores_later_changes_to_the_s
     (records / "ex1_check.safetensors").write_bytes(to_bytes({"result": torch.zeros(5)}))   # a wrong answer
     verdicts = judge.decide(records, timeout=300)
     assert list(verdicts) == ["ex1_check"] and "the model answer doubles" in verdicts["ex1_check"]
+
+
+def test_the_visible_forbid_names_the_call_lets_honest_code_through_and_keeps_the_blocks_error():
+    from utils.grading import forbid
+
+    with pytest.raises(ForbiddenCall, match="functional.scaled_dot_product_attention"):
+        with forbid(SDPA):
+            F.scaled_dot_product_attention(q, q, q)
+    with pytest.raises(ForbiddenCall, match="scaled_dot_product_attention"):
+        with forbid(SDPA):
+            utils.attention.scaled_dot_product_attention(q, q, q)
+    with forbid(SDPA):
+        (q @ q.transpose(-2, -1)).softmax(-1) @ q
+    with pytest.raises(ZeroDivisionError):   # the block's own error comes first, not a detector message
+        with forbid(SDPA):
+            1 / 0
+    assert sys.getprofile() is None
+
+
+def test_code_reached_through_a_symbolic_link_is_recognised(tmp_path):
+    """A virtual environment reached through a link names torch's files by the link, not their real path."""
+    link = tmp_path / "linked_utils"
+    link.symlink_to(Path(utils.attention.__file__).resolve().parent)
+    code = compile("def scaled_dot_product_attention():\n    pass\n", str(link / "attention.py"), "exec")
+    inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    assert grading._where(inner) == "utils/attention.py:scaled_dot_product_attention"
