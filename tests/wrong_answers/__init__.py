@@ -12,7 +12,8 @@ the visible part and the hidden part separately, and requires:
 - one with ``hidden_only=True`` passes every visible check (a property the visible inputs cannot show
   without giving the answer away), and one of the exercise's check cells says in its first line that
   the hidden tests grade it; the declaration is checked both ways, so it cannot go stale;
-- every wrong answer fails the **hidden** tests too (run in the self-check mode nbval uses), so none
+- every wrong answer fails the **hidden** tests too (recorded in the kernel and judged by a judge prepared on
+  the source notebook, as under autograde), so none
   could earn the points.
 
 One module per notebook (``nbNN.py``) holds a list ``WRONG``.
@@ -43,6 +44,20 @@ class Outcome:
     wrong: Wrong
     visible: dict[str, str | None]   # check cell grade_id -> the visible part's error ("Name: message") or None
     hidden: dict[str, str | None]    # check cell grade_id -> the hidden part's error or None (no hidden part: absent)
+
+
+def model_answer(number: str, grade_id: str) -> str:
+    """The model answer's cell of a notebook, solution markers removed: a base for a wrong answer that
+    differs from it in one place (:func:`variant`)."""
+    path = next(Path(__file__).resolve().parents[2].joinpath("notebooks").glob(f"{number}_*.ipynb"))
+    cell = next(c for c in nbformat.read(path, as_version=4).cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return "\n".join(l for l in cell.source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
+
+
+def variant(source: str, old: str, new: str) -> str:
+    assert source.count(old) == 1, f"the model answer no longer contains {old!r} exactly once"
+    return source.replace(old, new)
 
 
 def wrong_answers(number: str) -> list[Wrong]:
@@ -92,14 +107,40 @@ class Kernel:
         self.km.shutdown_kernel(now=True)
 
 
+def _decide(judge, records: Path) -> dict[str, str | None]:
+    """The judge's verdicts on one folder of records, in this process, as autograde's judge gives them."""
+    import os
+
+    from utils.grading import JUDGE_ENV
+
+    old = os.environ.get(JUDGE_ENV)
+    try:
+        return judge.decide(records)
+    finally:
+        if old is None:
+            os.environ.pop(JUDGE_ENV, None)
+        else:
+            os.environ[JUDGE_ENV] = old
+
+
 def run_notebook(path: Path, wrongs: list[Wrong], kernel_name: str, section_start: int) -> list[Outcome]:
     """Run the source notebook's Exercises section once (model answers in), then each wrong answer
     followed by its exercise's check cells, split into their visible and hidden parts; the model
-    answer is run again after each, so the next starts from a right state."""
+    answer is run again after each, so the next starts from a right state.
+
+    The hidden parts run as under autograde: the kernel records what the student's code returns, and a
+    judge prepared on the source notebook (``utils.grading.Judge``: set-up cells and model answers, so in
+    a judge an exercise's names are the model answer's) gives the verdict. A hidden part's outcome is
+    the kernel's error if it raised one, else the judge's reason, else None (passed)."""
+    import tempfile
+
+    from utils.grading import RECORDS_ENV, Judge
+
     nb = nbformat.read(path, as_version=4)
     section = nb.cells[section_start:]
     answers = {grade_id(c): c.source for c in section if c.cell_type == "code"
                and c.metadata.get("nbgrader", {}).get("solution")}
+    judge = Judge(nb)
     kernel = Kernel(kernel_name, path.parent)
     outcomes = []
     try:
@@ -107,21 +148,29 @@ def run_notebook(path: Path, wrongs: list[Wrong], kernel_name: str, section_star
             if cell.cell_type == "code":
                 err = kernel.run(cell.source)
                 assert err is None, f"{path.name}: the model answers' section fails at\n{cell.source[:300]}\n{err}"
-        for wrong in wrongs:
-            assert wrong.exercise in answers, f"{path.name}: no answer cell {wrong.exercise} (have {sorted(answers)})"
-            checks = checks_of(nb, wrong.exercise)
-            assert checks, f"{path.name}: no check cells for {wrong.exercise}"
-            err = kernel.run(wrong.source)
-            assert err is None, f"{path.name} {wrong.name}: the wrong answer itself does not run: {err}"
-            visible, hidden = {}, {}
-            for check in checks:
-                shown, _, rest = check.source.partition(HIDDEN)
-                visible[grade_id(check)] = kernel.run(shown)
-                if rest:
-                    hidden[grade_id(check)] = kernel.run(HIDDEN + rest)
-            outcomes.append(Outcome(wrong, visible, hidden))
-            err = kernel.run(answers[wrong.exercise])
-            assert err is None, f"{path.name}: the model answer {wrong.exercise} fails when run again: {err}"
+        with tempfile.TemporaryDirectory(prefix="wrong-answers-") as root:
+            for i, wrong in enumerate(wrongs):
+                assert wrong.exercise in answers, f"{path.name}: no answer cell {wrong.exercise} (have {sorted(answers)})"
+                checks = checks_of(nb, wrong.exercise)
+                assert checks, f"{path.name}: no check cells for {wrong.exercise}"
+                err = kernel.run(wrong.source)
+                assert err is None, f"{path.name} {wrong.name}: the wrong answer itself does not run: {err}"
+                records = Path(root) / f"w{i}"
+                records.mkdir()
+                visible, hidden = {}, {}
+                for check in checks:
+                    shown, _, rest = check.source.partition(HIDDEN)
+                    visible[grade_id(check)] = kernel.run(shown)
+                    if rest:
+                        kernel.run(f"import os\nos.environ[{RECORDS_ENV!r}] = {str(records)!r}")
+                        hidden[grade_id(check)] = kernel.run(HIDDEN + rest)
+                        kernel.run(f"import os\nos.environ.pop({RECORDS_ENV!r}, None)")
+                verdicts = _decide(judge, records)
+                for gid in hidden:
+                    hidden[gid] = hidden[gid] or verdicts.get(gid)
+                outcomes.append(Outcome(wrong, visible, hidden))
+                err = kernel.run(answers[wrong.exercise])
+                assert err is None, f"{path.name}: the model answer {wrong.exercise} fails when run again: {err}"
     finally:
         kernel.close()
     return outcomes

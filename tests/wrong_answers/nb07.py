@@ -67,5 +67,5 @@ WRONG = [
           _block(attn="torch.zeros_like(h)")),
     Wrong("ex4", "post-LN instead of pre-LN", _block(attn="self.attn(x, x, x, need_weights=False)[0]",
                                                     after_attn="self.ln1(x + a) if self.residual else self.ln1(a)",
-                                                    out="x + f if self.residual else f"), hidden_only=True),
+                                                    out="x + f if self.residual else f")),
 ]

@@ -1,0 +1,82 @@
+"""Notebook 02: wrong answers students write (the student report on 02 and the lesson's pitfalls)."""
+
+from wrong_answers import Wrong
+
+_STEP = '''def gru_step(x_t, h, gru):
+    gi = x_t @ gru.weight_ih_l0.T + gru.bias_ih_l0
+    gh = h @ gru.weight_hh_l0.T + gru.bias_hh_l0
+    {chunks}
+    r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+    n = torch.tanh({n})
+    return {out}
+
+
+def masked_encode(x, mask, gru):
+    h = x.new_zeros(x.shape[0], gru.hidden_size)
+    for t in range(x.shape[1]):
+        h = {update}
+    return h
+'''
+
+
+def _step(chunks="i_r, i_z, i_n = gi.chunk(3, dim=-1)\n    h_r, h_z, h_n = gh.chunk(3, dim=-1)", n="i_n + r * h_n",
+          out="(1 - z) * n + z * h", update="torch.where(mask[:, t, None], gru_step(x[:, t], h, gru), h)"):
+    return _STEP.format(chunks=chunks, n=n, out=out, update=update)
+
+
+_SEQ = '''class TinySeq2Seq(nn.Module):
+    def __init__(self, vocab_size, emb=16, hidden=32):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, emb)
+        self.encoder = nn.GRU(emb, hidden, batch_first=True)
+        self.decoder = nn.GRUCell(emb + hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab_size)
+
+    def forward(self, src, src_mask, tgt_in):
+        c = {context}
+        s, logits = {start}, []
+        for t in range(tgt_in.shape[1]):
+            s = self.decoder(torch.cat([self.emb(tgt_in[:, {t}]), c], -1), s)
+            logits.append(self.out(torch.cat([s, c], -1)))
+        return torch.stack(logits, 1)
+'''
+
+
+def _seq(context="masked_encode(self.emb(src), src_mask, self.encoder)", start="c", t="t"):
+    return _SEQ.format(context=context, start=start, t=t)
+
+
+WRONG = [
+    Wrong("ex1", "the state after the padding (the last column)", "def last_real_state(states, mask):\n"
+          "    return states[:, -1]\n"),
+    Wrong("ex1", "off by one: the position after the last real token", "def last_real_state(states, mask):\n"
+          "    last = (mask.sum(1)).clamp(max=states.shape[1] - 1)\n    return states[torch.arange(states.shape[0]), last]\n"),
+    Wrong("ex1", "the first real token's state", "def last_real_state(states, mask):\n"
+          "    return states[torch.arange(states.shape[0]), mask.float().argmax(1)]\n"),
+    Wrong("ex3", "the reset and update chunks swapped",
+          _step(chunks="i_z, i_r, i_n = gi.chunk(3, dim=-1)\n    h_z, h_r, h_n = gh.chunk(3, dim=-1)")),
+    Wrong("ex3", "z and 1 - z swapped", _step(out="z * n + (1 - z) * h")),
+    Wrong("ex3", "the reset gate applied outside the bias", _step(n="i_n + r * (h @ gru.weight_hh_l0[2 * h.shape[1]:].T) "
+                                                                 "+ gru.bias_hh_l0[2 * h.shape[1]:]")),
+    Wrong("ex3", "the pads update the state", _step(update="gru_step(x[:, t], h, gru)")),
+    Wrong("ex3", "nn.GRUCell's forward, which the exercise forbids", '''def gru_step(x_t, h, gru):
+    cell = nn.GRUCell(gru.input_size, gru.hidden_size)
+    with torch.no_grad():
+        cell.weight_ih.copy_(gru.weight_ih_l0), cell.weight_hh.copy_(gru.weight_hh_l0)
+        cell.bias_ih.copy_(gru.bias_ih_l0), cell.bias_hh.copy_(gru.bias_hh_l0)
+    return cell(x_t, h)
+
+
+def masked_encode(x, mask, gru):
+    h = x.new_zeros(x.shape[0], gru.hidden_size)
+    for t in range(x.shape[1]):
+        h = torch.where(mask[:, t, None], gru_step(x[:, t], h, gru), h)
+    return h
+'''),
+    Wrong("ex4", "the decoder started from zeros, not from c", _seq(start="torch.zeros_like(c)")),
+    Wrong("ex4", "the encoder's own forward (nn.GRU), which the exercise forbids", _seq(
+        context="self.encoder(torch.nn.utils.rnn.pack_padded_sequence(self.emb(src), src_mask.sum(1), batch_first=True, "
+                "enforce_sorted=False))[1][0]")),
+    Wrong("ex4", "the decoder reads the next target token (looks ahead)", _seq(t="min(t + 1, tgt_in.shape[1] - 1)")),
+    Wrong("ex4", "the context after the padding", _seq(context="self.encoder(self.emb(src))[1][0]")),
+]

@@ -1,0 +1,54 @@
+"""Notebook 03: wrong answers students write for the additive score, the context vector and the
+attention decoder."""
+
+from wrong_answers import Wrong
+
+_DEC = '''class AttentionDecoder(nn.Module):
+    def __init__(self, vocab_size, emb=16, hidden=32):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, emb)
+        self.cell = nn.GRUCell(emb + hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab_size)
+        self.U = nn.Linear(hidden, hidden, bias=False)
+        self.W = nn.Linear(hidden, hidden)
+        self.v = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, H, mask, tgt_in):
+        s = H[torch.arange(H.shape[0]), mask.sum(1) - 1]
+        logits, weights = [], []
+        for t in range(tgt_in.shape[1]):
+            e = additive_score({query}, H, self.U.weight, self.W.weight, self.W.bias, self.v.weight[0])
+            a, c = {attend}
+            s = self.cell(torch.cat([self.emb(tgt_in[:, t]), c], -1), s)
+            logits.append(self.out(torch.cat([s, c], -1)))
+            weights.append(a)
+        self.weights = torch.stack(weights, 1)
+        return torch.stack(logits, 1)
+'''
+
+
+def _dec(query="s", attend="context_vector(e, H, mask)"):
+    return _DEC.format(query=query, attend=attend)
+
+
+WRONG = [
+    Wrong("ex1", "the bias b left out", "def additive_score(s_prev, h, U, W, b, v):\n"
+          "    return torch.tanh((s_prev @ U.T)[:, None, :] + h @ W.T) @ v\n"),
+    Wrong("ex1", "U and W applied without transposing (U s as s U)", "def additive_score(s_prev, h, U, W, b, v):\n"
+          "    return torch.tanh((s_prev @ U.T)[:, None, :] + (h @ W.T).flip(1) + b) @ v\n"),
+    Wrong("ex1", "a sigmoid instead of tanh", "def additive_score(s_prev, h, U, W, b, v):\n"
+          "    return torch.sigmoid((s_prev @ U.T)[:, None, :] + h @ W.T + b) @ v\n"),
+    Wrong("ex2", "pads set to zero score, not -inf", "def context_vector(e, h, mask):\n"
+          "    weights = e.masked_fill(~mask, 0.0).softmax(-1)\n    return weights, (weights[..., None] * h).sum(1)\n"),
+    Wrong("ex2", "softmax first, then the pads zeroed (no renormalising)", "def context_vector(e, h, mask):\n"
+          "    weights = e.softmax(-1) * mask\n    return weights, (weights[..., None] * h).sum(1)\n"),
+    Wrong("ex2", "the context a plain mean of the real states", "def context_vector(e, h, mask):\n"
+          "    weights = e.masked_fill(~mask, float('-inf')).softmax(-1)\n"
+          "    m = mask[..., None].float()\n    return weights, (h * m).sum(1) / m.sum(1)\n"),
+    Wrong("ex2", "utils.rnn.masked_softmax, which the exercise forbids", "from utils.rnn import masked_softmax\n\n\n"
+          "def context_vector(e, h, mask):\n    weights = masked_softmax(e, mask)\n"
+          "    return weights, (weights[..., None] * h).sum(1)\n"),
+    Wrong("ex4", "one context for every step (the query never changes)", _dec(query="H[torch.arange(H.shape[0]), mask.sum(1) - 1]")),
+    Wrong("ex4", "the padding not masked", _dec(attend="context_vector(e, H, torch.ones_like(mask))")),
+    Wrong("ex4", "utils.rnn.attend, which the exercise forbids", _dec(attend="__import__('utils.rnn').rnn.attend(e, H, mask)")),
+]

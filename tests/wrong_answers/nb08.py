@@ -1,0 +1,45 @@
+"""Notebook 08: wrong answers students write for beam search with a length penalty and label smoothing."""
+
+from wrong_answers import Wrong, model_answer, variant
+
+_SMOOTH = '''def smoothed_loss(logits, target, eps, pad_id=0):
+    logp = logits.log_softmax(-1)
+    V = logits.shape[-1]
+    nll = -logp.gather(1, target[:, None]).squeeze(1)
+    uniform = {uniform}
+    loss = {mix}
+    keep = target != pad_id
+    return {ret}
+'''
+
+
+def _smooth(uniform="-logp.mean(-1)", mix="(1 - eps) * nll + eps * uniform", ret="loss[keep].mean()"):
+    return _SMOOTH.format(uniform=uniform, mix=mix, ret=ret)
+
+
+WRONG = [
+    Wrong("ex2", "the padding averaged in", _smooth(ret="loss.mean()")),
+    Wrong("ex2", "eps spread over the V - 1 wrong words", _smooth(
+        uniform="-(logp.sum(-1) - logp.gather(1, target[:, None]).squeeze(1)) / (V - 1)")),
+    Wrong("ex2", "eps ignored", _smooth(mix="nll")),
+    Wrong("ex2", "F.cross_entropy, which the exercise forbids", "def smoothed_loss(logits, target, eps, pad_id=0):\n"
+          "    return F.cross_entropy(logits, target, ignore_index=pad_id, label_smoothing=eps)\n"),
+]
+
+_BEAM = model_answer("08", "ex1")
+
+WRONG += [
+    Wrong("ex1", "no length penalty (summed log-probabilities compared)",
+          variant(_BEAM, "finished.append((toks[:-1], s / penalty(len(toks))))", "finished.append((toks[:-1], s))")),
+    Wrong("ex1", "the finished length counted without <eos>",
+          variant(_BEAM, "finished.append((toks[:-1], s / penalty(len(toks))))",
+                  "finished.append((toks[:-1], s / penalty(len(toks) - 1)))")),
+    Wrong("ex1", "only the single best next token of each hypothesis",
+          variant(_BEAM, "top = logp[b].topk(beam_size)", "top = logp[b].topk(1)")),
+    Wrong("ex1", "utils.transformer.beam_search, which the exercise forbids",
+          "from utils.transformer import beam_search\n\n\n"
+          "def beam_search_lp(model, src, beam_size, max_len, bos_id, eos_id, alpha=0.6):\n"
+          "    tokens = beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=alpha)[0]\n"
+          "    tokens = [t for t in tokens if t not in (bos_id, eos_id)]\n"
+          "    return tokens, model_score(model, src, tokens, bos_id, eos_id, alpha)\n"),
+]
