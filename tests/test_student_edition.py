@@ -131,3 +131,34 @@ def test_grade_ids_read_like_the_exercise_headings_and_instructors_md_lists_them
     text = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
     table = gradebook_table(NOTEBOOKS)
     assert table in text, "INSTRUCTORS.md's gradebook table is stale: python scripts/tag_exercises.py --table notebooks/*.ipynb"
+
+
+def _rules(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_visible_checks_apply_the_rules_the_hidden_tests_apply(path):
+    """An exercise whose hidden tests forbid built-ins applies the same list in a visible check
+    (``with forbid([...])``), so a learner meets the rule where the notebook states it."""
+    hidden, visible = {}, {}
+    for cell in _read(path).cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+        if "_check" not in gid:
+            continue
+        exercise = gid.split("_")[0]
+        shown, _, block = cell.source.partition("### BEGIN HIDDEN TESTS")
+        m = re.search(r"forbid=(.*?)\)(?:[ \t]*#[^\n]*)?\s*\n### END", block, re.S)
+        if m:
+            rules = m.group(1).strip()
+            if rules == "FORBID":
+                rules = re.search(r"^FORBID = (\[.*?\])\n", block, re.S | re.M).group(1)
+            hidden.setdefault(exercise, set()).add(_rules(rules))
+        v = re.search(r"^with forbid\((\[.*?\])\):", shown, re.S | re.M)
+        if v:
+            visible.setdefault(exercise, set()).add(_rules(v.group(1)))
+    for exercise, rules in hidden.items():
+        assert len(rules) == 1, f"{path.name} {exercise}: its check cells' hidden blocks forbid different things: {rules}"
+        assert visible.get(exercise) == rules, \
+            f"{path.name} {exercise}: no visible check applies the hidden tests' rule {rules} (with forbid([...]):)"
+    assert set(visible) <= set(hidden), f"{path.name}: a visible rule without a hidden one: {set(visible) - set(hidden)}"
