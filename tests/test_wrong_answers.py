@@ -1,5 +1,6 @@
 """Every visible check tests something: wrong answers students write are caught where the learner
-sees them, or the check cell says plainly that the hidden tests grade it (``tests/wrong_answers/``).
+sees them, or the check cell says plainly that the hidden tests grade it (``tests/wrong_answers/``);
+and right answers written another way from the prompt alone earn every point.
 
 ``make test`` runs notebooks 04 and 09 (``COURSE_WRONG_NOTEBOOKS`` picks others, ``all`` every one);
 ``make test-checks`` runs every notebook and prints the table per notebook: visible checks that test
@@ -14,7 +15,7 @@ import sys
 import pytest
 
 from notebook_utils import KERNEL, NOTEBOOKS, ROOT, read
-from wrong_answers import checks_of, grade_id, run_notebook, wrong_answers
+from wrong_answers import checks_of, grade_id, right_answers, run_notebook, wrong_answers
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from nbgrader_course import exercise_section_start  # noqa: E402
@@ -40,8 +41,15 @@ def test_wrong_answers_fail_a_visible_check_or_the_check_says_hidden_tests_grade
                              and c.metadata.get("nbgrader", {}).get("solution")})
     missing = [ex for ex in code_exercises if not any(w.exercise == ex for w in wrongs)]
     assert not missing, f"{path.name}: no wrong answers kept for {missing} (tests/wrong_answers/nb{path.name[:2]}.py)"
-    outcomes = run_notebook(path, wrongs, KERNEL, exercise_section_start(nb))
+    rights = right_answers(path.name[:2])
+    outcomes = run_notebook(path, wrongs + rights, KERNEL, exercise_section_start(nb))
     problems, caught = [], {}
+    for o in outcomes[len(wrongs):]:   # right answers written from the prompt: every check passes
+        failed = {gid: err for gid, err in {**o.visible, **o.hidden}.items() if err}
+        if failed:
+            gid, err = next(iter(failed.items()))
+            problems.append(f"{o.wrong.exercise} right answer '{o.wrong.name}' fails {gid}: {err[:300]}")
+    outcomes = outcomes[:len(wrongs)]
     for o in outcomes:
         w = o.wrong
         seen = [gid for gid, err in o.visible.items() if err]
@@ -62,7 +70,8 @@ def test_wrong_answers_fail_a_visible_check_or_the_check_says_hidden_tests_grade
     real = [grade_id(c) for c in checks if not smoke(c)]
     print(f"\n{path.name}: {len(real)} real visible checks, {len(checks) - len(real)} labelled smoke checks; "
           f"{len(wrongs)} wrong answers, {sum(1 for o in outcomes if any(o.visible.values()))} caught by a visible "
-          f"check, {sum(1 for o in outcomes if any(o.hidden.values()))} by the hidden tests")
+          f"check, {sum(1 for o in outcomes if any(o.hidden.values()))} by the hidden tests; "
+          f"{len(rights)} right answers written another way")
     for gid in real:
         print(f"  {gid}: catches {caught.get(gid, 0)}")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)

@@ -16,7 +16,12 @@ the visible part and the hidden part separately, and requires:
   the source notebook, as under autograde), so none
   could earn the points.
 
-One module per notebook (``nbNN.py``) holds a list ``WRONG``.
+Right answers are kept too (:class:`Right`, a list ``RIGHT``): correct answers written another way from the
+prompt alone (another order of operations, another dtype path, another formula). Each must pass every
+visible and hidden check: so a hidden test that compares to a tolerance asks only for what the prompt says
+(the order of random draws, the dtype, the seeds), and a learner who follows the prompt earns the points.
+
+One module per notebook (``nbNN.py``) holds a list ``WRONG`` and may hold a list ``RIGHT``.
 """
 
 from __future__ import annotations
@@ -40,8 +45,15 @@ class Wrong:
 
 
 @dataclass
+class Right:
+    exercise: str          # grade_id of the answer cell
+    name: str              # how it differs from the model answer
+    source: str            # a correct answer cell, written from the prompt alone
+
+
+@dataclass
 class Outcome:
-    wrong: Wrong
+    wrong: Wrong | Right
     visible: dict[str, str | None]   # check cell grade_id -> the visible part's error ("Name: message") or None
     hidden: dict[str, str | None]    # check cell grade_id -> the hidden part's error or None (no hidden part: absent)
 
@@ -66,6 +78,14 @@ def wrong_answers(number: str) -> list[Wrong]:
     except ModuleNotFoundError:
         return []
     return list(module.WRONG)
+
+
+def right_answers(number: str) -> list[Right]:
+    try:
+        module = importlib.import_module(f"wrong_answers.nb{number}")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(module, "RIGHT", []))
 
 
 def grade_id(cell) -> str | None:
@@ -123,7 +143,7 @@ def _decide(judge, records: Path) -> dict[str, str | None]:
             os.environ[JUDGE_ENV] = old
 
 
-def run_notebook(path: Path, wrongs: list[Wrong], kernel_name: str, section_start: int) -> list[Outcome]:
+def run_notebook(path: Path, wrongs: list[Wrong | Right], kernel_name: str, section_start: int) -> list[Outcome]:
     """Run the source notebook's Exercises section once (model answers in), then each wrong answer
     followed by its exercise's check cells, split into their visible and hidden parts; the model
     answer is run again after each, so the next starts from a right state.
@@ -154,7 +174,7 @@ def run_notebook(path: Path, wrongs: list[Wrong], kernel_name: str, section_star
                 checks = checks_of(nb, wrong.exercise)
                 assert checks, f"{path.name}: no check cells for {wrong.exercise}"
                 err = kernel.run(wrong.source)
-                assert err is None, f"{path.name} {wrong.name}: the wrong answer itself does not run: {err}"
+                assert err is None, f"{path.name} {wrong.name}: the answer itself does not run: {err}"
                 records = Path(root) / f"w{i}"
                 records.mkdir()
                 visible, hidden = {}, {}

@@ -1,7 +1,7 @@
 """Notebook 01: wrong answers students write for one-hot vectors, the masked mean, cosine similarities
 and the bag-of-embeddings classifier."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _BAG = '''from torch import nn
 
@@ -63,4 +63,20 @@ WRONG = [
     Wrong("ex4", "the real tokens summed, not averaged", _bag(denominator="1")),
     Wrong("ex4", "zero_grad forgotten (Adam still learns the task)", _bag(zero="pass"), hidden_only=True),
     Wrong("ex4", "the loss tensors kept, not floats", _bag(record="loss.detach()"), hidden_only=True),
+]
+
+RIGHT = [
+    Right("ex1", "an identity matrix indexed by the ids", '''def one_hot(ids, num_classes):
+    if ids.min() < 0 or ids.max() >= num_classes:
+        raise ValueError(f"ids must be in 0..{num_classes - 1}")
+    return torch.eye(num_classes)[ids]
+'''),
+    Right("ex2", "torch.where, then a division by the counts", '''def my_masked_mean(x, mask):
+    kept = torch.where(mask[..., None], x, torch.zeros((), dtype=x.dtype))
+    return kept.sum(dim=1) / mask.sum(dim=1, keepdim=True).to(x.dtype)
+'''),
+    Right("ex3", "the normalised rows by F.normalize", '''def cosine_similarities(E):
+    unit = F.normalize(E, dim=-1)
+    return unit @ unit.T
+'''),
 ]

@@ -1,6 +1,6 @@
 """Notebook 04: wrong answers students write (the student report on 04 and the lesson's pitfalls)."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _ATT = '''def attention(q, k, v, mask=None):
     scores = {scores}
@@ -90,4 +90,50 @@ WRONG = [
     Wrong("ex4", "the same batch at every step (a fresh generator each step)", _ret(
         draw="query, keys, values, target = retrieval_batch(batch, torch.Generator().manual_seed(seed), "
              "d=model.W_q.in_features)")),
+]
+
+RIGHT = [
+    Right("ex1", "einsum, a boolean where, and the softmax written out", '''def attention(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    e = torch.exp(scores - scores.amax(-1, keepdim=True))
+    weights = e / e.sum(-1, keepdim=True)
+    return torch.einsum("...qk,...kd->...qd", weights, v), weights
+'''),
+    Right("ex3", "the prompt's recipe with 2-d queries and einsum", '''def max_weight(d_k, scaled, T=16, n=2000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n, d_k, generator=g)          # the same numbers as (n, 1, d_k), drawn first
+    k = torch.randn(n, T, d_k, generator=g)
+    s = torch.einsum("nd,ntd->nt", q, k)
+    if scaled:
+        s = s * (1.0 / math.sqrt(d_k))
+    return float(torch.softmax(s, dim=1).amax(dim=1).mean())
+'''),
+    Right("ex4", "einsum scores, model.zero_grad and a hand-written MSE", '''class RetrievalAttention(nn.Module):
+    def __init__(self, d, d_k, scaled=True):
+        super().__init__()
+        self.W_q = nn.Linear(d, d_k, bias=False)
+        self.W_k = nn.Linear(d, d_k, bias=False)
+        self.scale = 1 / math.sqrt(d_k) if scaled else 1.0
+
+    def forward(self, query, keys, values):
+        scores = torch.einsum("bd,btd->bt", self.W_q(query), self.W_k(keys)) * self.scale
+        weights = torch.softmax(scores, dim=1)
+        return torch.einsum("bt,bt->b", weights, values), weights
+
+
+def train_retrieval(model, steps=200, lr=1.0, batch=64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.SGD(model.parameters(), lr)
+    out = []
+    for _ in range(steps):
+        query, keys, values, target = retrieval_batch(batch, g, d=model.W_q.in_features)
+        loss = ((model(query, keys, values)[0] - target) ** 2).mean()
+        model.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(float(loss))
+    return out
+'''),
 ]

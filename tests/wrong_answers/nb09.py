@@ -1,6 +1,6 @@
 """Notebook 09: wrong answers students write (the student report on 09 and the lesson's pitfalls)."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _TOPP = '''def keep_top_p(logits, p):
     probs, order = logits.softmax(-1).sort(-1, descending=True)
@@ -75,4 +75,45 @@ WRONG = [
     Wrong("ex4", "attends to the new position only (the cache unused)", _kv(ret="v")),
     Wrong("ex4", "the new token fed at position 0", _kv(offset="0")),
     Wrong("ex4", "the residual forgotten", _kv(logits_in="h")),
+]
+
+RIGHT = [
+    Right("ex1", "a threshold from a sort and torch.where", '''def keep_top_k(logits, k):
+    kth = logits.sort(dim=-1, descending=True).values[:, k - 1:k]
+    return torch.where(logits >= kth, logits, torch.full_like(logits, float("-inf")))
+'''),
+    Right("ex2", "the cut-off probability found in sorted order, compared in place", '''def keep_top_p(logits, p):
+    probs = logits.softmax(-1)
+    sorted_probs = probs.sort(-1, descending=True).values
+    before = sorted_probs.cumsum(-1) - sorted_probs          # mass ranked above each sorted token
+    n_keep = (before < p).sum(-1, keepdim=True).clamp(min=1)  # the shortest prefix reaching p
+    cutoff = sorted_probs.gather(-1, n_keep - 1)              # the smallest kept probability
+    return logits.masked_fill(probs < cutoff, float("-inf"))
+
+
+def sample_top_p(logits, p, generator=None):
+    return torch.multinomial(keep_top_p(logits, p).softmax(-1), 1, generator=generator)[:, 0]
+'''),
+    Right("ex4", "einsum attention and a cache grown from empty tensors", '''def attend_step(x_new, cache, Wq, Wk, Wv):
+    B, D = x_new.shape
+    empty = x_new.new_zeros(B, 0, D)
+    cache["k"] = torch.cat([cache.get("k", empty), (x_new @ Wk)[:, None]], dim=1)
+    cache["v"] = torch.cat([cache.get("v", empty), (x_new @ Wv)[:, None]], dim=1)
+    scores = torch.einsum("bd,btd->bt", x_new @ Wq, cache["k"]) / D ** 0.5
+    return torch.einsum("bt,btd->bd", scores.softmax(-1), cache["v"])
+
+
+@torch.no_grad()
+def generate_greedy(model, idx, n_new):
+    cache, out = {}, idx
+    for t in range(idx.shape[1]):
+        x = model.embed(idx[:, t:t + 1], t)[:, 0]
+        h = attend_step(x, cache, model.Wq, model.Wk, model.Wv)
+    for _ in range(n_new):
+        nxt = model.out(x + h).argmax(-1)[:, None]
+        out = torch.cat([out, nxt], dim=1)
+        x = model.embed(nxt, out.shape[1] - 1)[:, 0]
+        h = attend_step(x, cache, model.Wq, model.Wk, model.Wv)
+    return out
+'''),
 ]

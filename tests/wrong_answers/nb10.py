@@ -1,6 +1,6 @@
 """Notebook 10: wrong answers students write for the online softmax, RoPE and repeated key/value heads."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _ONLINE = '''def online_update(m, l, acc, scores, v):
     m_new = {m_new}
@@ -45,4 +45,23 @@ WRONG = [
           "    B, H_kv, T, d = k.shape\n    return k[:, :, :, None].expand(B, H_kv, T, n_rep, d).reshape(B, H_kv * n_rep, T, d)\n"),
     Wrong("ex3", "torch.repeat_interleave, switched off", "def repeat_heads(k, n_rep):\n"
           "    return torch.repeat_interleave(k, n_rep, dim=1)\n"),
+]
+
+RIGHT = [
+    Right("ex1", "the old state rescaled first, then the block added", '''def online_update(m, l, acc, scores, v):
+    m_new = torch.max(torch.cat([m, scores], dim=-1), dim=-1, keepdim=True).values
+    alpha = torch.exp(m - m_new)
+    w = torch.exp(scores - m_new)
+    return m_new, alpha * l + w.sum(-1, keepdim=True), alpha * acc + w @ v
+'''),
+    Right("ex2", "complex numbers", '''def rotate(x, pos, base=10000.0):
+    T, d = x.shape
+    freqs = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = pos.float()[:, None] * freqs[None, :]
+    z = torch.view_as_complex(x.float().reshape(T, d // 2, 2).contiguous())
+    return torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).reshape(T, d).to(x.dtype)
+'''),
+    Right("ex3", "unsqueeze, repeat and flatten", '''def repeat_heads(k, n_rep):
+    return k.unsqueeze(2).repeat(1, 1, n_rep, 1, 1).flatten(1, 2)
+'''),
 ]
