@@ -142,8 +142,9 @@ class ExerciseSectionExecute(Execute):
     def preprocess(self, nb, resources, km=None):
         import tempfile
 
-        from utils.grading import RECORDS_ENV
+        from utils.grading import JUDGE_ENV, RECORDS_ENV
 
+        os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
         source = self._source_notebook(resources)
         judge = JudgeProcess(source, log=self.log) if source else None   # ready before any student code runs
         start = exercise_section_start(nb) or 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import sys
 import types
 from pathlib import Path
@@ -308,3 +309,18 @@ def test_code_reached_through_a_symbolic_link_is_recognised(tmp_path):
     code = compile("def scaled_dot_product_attention():\n    pass\n", str(link / "attention.py"), "exec")
     inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     assert grading._where(inner) == "utils/attention.py:scaled_dot_product_attention"
+
+
+def test_a_judge_leaves_no_judge_mode_behind_for_what_the_process_starts_next(tmp_path, monkeypatch):
+    """A judge used inside a longer-lived process (a test worker that then starts nbval kernels) must
+    restore the environment: a kernel that inherits COURSE_GRADING_JUDGE judges instead of recording."""
+    import nbformat
+
+    monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+    monkeypatch.setenv(grading.RECORDS_ENV, str(tmp_path / "mine"))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Exercises"),
+                                         nbformat.v4.new_code_cell("x = 1")])
+    judge = grading.Judge(nb)
+    assert os.environ[grading.RECORDS_ENV] == str(tmp_path / "mine")
+    judge.decide(tmp_path)
+    assert grading.JUDGE_ENV not in os.environ

@@ -542,7 +542,7 @@ class Judge:
 
         import utils.grading as this  # under `python -m` this file is __main__: hidden blocks import utils.grading
         self._this = this
-        os.environ.pop(RECORDS_ENV, None)
+        records_before = os.environ.pop(RECORDS_ENV, None)   # the model answers must not record
         os.environ.setdefault("MPLBACKEND", "Agg")
         nb = nbformat.from_dict(nb)
         transform = TransformerManager().transform_cell
@@ -565,6 +565,8 @@ class Judge:
             else:  # the trusted set-up cells and model answers
                 with contextlib.redirect_stdout(sink):
                     exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
+        if records_before is not None:
+            os.environ[RECORDS_ENV] = records_before
 
     def decide(self, records: str | os.PathLike, watched: list[str] | None = None) -> dict[str, str | None]:
         """grade_id -> None (passed) or the reason it failed, for every graded code cell. ``watched``:
@@ -574,20 +576,27 @@ class Judge:
         import traceback
 
         self._this._WATCHED_CELLS[:] = list(watched or [])
+        old = os.environ.get(JUDGE_ENV)
         os.environ[JUDGE_ENV] = str(Path(records).resolve())
         verdicts: dict[str, str | None] = {}
         sink = io.StringIO()
-        for gid, code, namespace in self.checks:
-            if code is None:
-                verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
-                continue
-            self._this._VERDICTS.pop(gid, None)
-            try:
-                with contextlib.redirect_stdout(sink):
-                    exec(compile(code, f"<{gid}>", "exec"), namespace)
-                verdicts[gid] = None if gid in self._this._VERDICTS else f"{gid}: the hidden block never called hidden_check"
-            except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
-                verdicts[gid] = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
+        try:
+            for gid, code, namespace in self.checks:
+                if code is None:
+                    verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
+                    continue
+                self._this._VERDICTS.pop(gid, None)
+                try:
+                    with contextlib.redirect_stdout(sink):
+                        exec(compile(code, f"<{gid}>", "exec"), namespace)
+                    verdicts[gid] = None if gid in self._this._VERDICTS else f"{gid}: the hidden block never called hidden_check"
+                except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
+                    verdicts[gid] = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
+        finally:   # a judge used in a process that goes on (a test) must not leave judge mode on for what it starts
+            if old is None:
+                os.environ.pop(JUDGE_ENV, None)
+            else:
+                os.environ[JUDGE_ENV] = old
         return verdicts
 
 

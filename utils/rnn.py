@@ -483,7 +483,8 @@ def make_decode_fn(model: Seq2Seq, method: str = "greedy", beam_size: int = 5, a
                         + ("; for the Transformer use utils.transformer.make_decode_fn" if hasattr(model, "cfg") else ""))
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
-    checks.integer(beam_size, "beam_size", minimum=1)
+    if method == "beam":   # greedy ignores it (a recipe passes 0 for "no beam search")
+        checks.integer(beam_size, "beam_size", minimum=1)
     if max_len is not None:
         checks.integer(max_len, "max_len", minimum=1)
 

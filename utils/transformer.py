@@ -523,7 +523,8 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
     _check_model(model)
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
-    checks.integer(beam_size, "beam_size", minimum=1)
+    if method == "beam":   # greedy ignores it (a recipe passes 0 for "no beam search")
+        checks.integer(beam_size, "beam_size", minimum=1)
     if max_len is not None:
         checks.integer(max_len, "max_len", minimum=1)
 

@@ -127,22 +127,6 @@ class Kernel:
         self.km.shutdown_kernel(now=True)
 
 
-def _decide(judge, records: Path) -> dict[str, str | None]:
-    """The judge's verdicts on one folder of records, in this process, as autograde's judge gives them."""
-    import os
-
-    from utils.grading import JUDGE_ENV
-
-    old = os.environ.get(JUDGE_ENV)
-    try:
-        return judge.decide(records)
-    finally:
-        if old is None:
-            os.environ.pop(JUDGE_ENV, None)
-        else:
-            os.environ[JUDGE_ENV] = old
-
-
 def run_notebook(path: Path, wrongs: list[Wrong | Right], kernel_name: str, section_start: int) -> list[Outcome]:
     """Run the source notebook's Exercises section once (model answers in), then each wrong answer
     followed by its exercise's check cells, split into their visible and hidden parts; the model
@@ -185,7 +169,7 @@ def run_notebook(path: Path, wrongs: list[Wrong | Right], kernel_name: str, sect
                         kernel.run(f"import os\nos.environ[{RECORDS_ENV!r}] = {str(records)!r}")
                         hidden[grade_id(check)] = kernel.run(HIDDEN + rest)
                         kernel.run(f"import os\nos.environ.pop({RECORDS_ENV!r}, None)")
-                verdicts = _decide(judge, records)
+                verdicts = judge.decide(records)
                 for gid in hidden:
                     hidden[gid] = hidden[gid] or verdicts.get(gid)
                 outcomes.append(Outcome(wrong, visible, hidden))

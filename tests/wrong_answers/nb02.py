@@ -1,6 +1,6 @@
 """Notebook 02: wrong answers students write (the student report on 02 and the lesson's pitfalls)."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _STEP = '''def gru_step(x_t, h, gru):
     gi = x_t @ gru.weight_ih_l0.T + gru.bias_ih_l0
@@ -79,4 +79,27 @@ def masked_encode(x, mask, gru):
                 "enforce_sorted=False))[1][0]")),
     Wrong("ex4", "the decoder reads the next target token (looks ahead)", _seq(t="min(t + 1, tgt_in.shape[1] - 1)")),
     Wrong("ex4", "the context after the padding", _seq(context="self.encoder(self.emb(src))[1][0]")),
+]
+
+RIGHT = [
+    Right("ex1", "torch.gather", '''def last_real_state(states, mask):
+    last = (mask.sum(1) - 1)[:, None, None].expand(-1, 1, states.shape[-1])
+    return states.gather(1, last)[:, 0]
+'''),
+    Right("ex3", "the gates' rows sliced by index, the pads by a 0/1 blend", '''def gru_step(x_t, h, gru):
+    H = gru.hidden_size
+    Wi, Wh, bi, bh = gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0
+    r = torch.sigmoid(x_t @ Wi[:H].T + bi[:H] + h @ Wh[:H].T + bh[:H])
+    z = torch.sigmoid(x_t @ Wi[H:2 * H].T + bi[H:2 * H] + h @ Wh[H:2 * H].T + bh[H:2 * H])
+    n = torch.tanh(x_t @ Wi[2 * H:].T + bi[2 * H:] + r * (h @ Wh[2 * H:].T + bh[2 * H:]))
+    return (1 - z) * n + z * h
+
+
+def masked_encode(x, mask, gru):
+    h = torch.zeros(x.shape[0], gru.hidden_size, dtype=x.dtype)
+    for t in range(x.shape[1]):
+        m = mask[:, t, None].to(x.dtype)
+        h = m * gru_step(x[:, t], h, gru) + (1 - m) * h
+    return h
+'''),
 ]

@@ -1,7 +1,7 @@
 """Notebook 03: wrong answers students write for the additive score, the context vector and the
 attention decoder."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _DEC = '''class AttentionDecoder(nn.Module):
     def __init__(self, vocab_size, emb=16, hidden=32):
@@ -51,4 +51,17 @@ WRONG = [
     Wrong("ex4", "one context for every step (the query never changes)", _dec(query="H[torch.arange(H.shape[0]), mask.sum(1) - 1]")),
     Wrong("ex4", "the padding not masked", _dec(attend="context_vector(e, H, torch.ones_like(mask))")),
     Wrong("ex4", "utils.rnn.attend, which the exercise forbids", _dec(attend="__import__('utils.rnn').rnn.attend(e, H, mask)")),
+]
+
+RIGHT = [
+    Right("ex1", "einsum", '''def additive_score(s_prev, h, U, W, b, v):
+    hidden = torch.einsum("bq,aq->ba", s_prev, U)[:, None, :] + torch.einsum("bsk,ak->bsa", h, W) + b
+    return torch.einsum("bsa,a->bs", torch.tanh(hidden), v)
+'''),
+    Right("ex2", "exponentials of the real scores, normalised by hand", '''def context_vector(e, h, mask):
+    top = e.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True)
+    w = torch.exp(e - top) * mask
+    weights = w / w.sum(-1, keepdim=True)
+    return weights, torch.einsum("bs,bsk->bk", weights, h)
+'''),
 ]

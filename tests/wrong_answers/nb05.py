@@ -1,6 +1,6 @@
 """Notebook 05: wrong answers students write for the head split and the multi-head module."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _SPLIT = '''def split_heads(x, num_heads):
     B, T, d = x.shape
@@ -74,5 +74,36 @@ WRONG = [
         out, self.weights = self.inner(x_q, x_kv, x_kv, attn_mask=None if mask is None else ~mask,
                                        average_attn_weights=False)
         return out
+'''),
+]
+
+RIGHT = [
+    Right("ex1", "reshape and permute", '''def split_heads(x, num_heads):
+    B, T, d = x.shape
+    return x.reshape(B, T, num_heads, -1).permute(0, 2, 1, 3)
+
+
+def merge_heads(x):
+    B, H, T, d_h = x.shape
+    return x.permute(0, 2, 1, 3).reshape(B, T, -1)
+'''),
+    Right("ex2", "einsum per head and torch.where for the mask", '''class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+    def forward(self, x_q, x_kv, mask=None):
+        B, Tq, d = x_q.shape
+        h = self.num_heads
+        q = self.w_q(x_q).reshape(B, Tq, h, d // h)
+        k = self.w_k(x_kv).reshape(B, -1, h, d // h)
+        v = self.w_v(x_kv).reshape(B, -1, h, d // h)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // h)
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+        self.weights = torch.softmax(scores, dim=-1)
+        return self.w_o(torch.einsum("bhqk,bkhd->bqhd", self.weights, v).reshape(B, Tq, d))
 '''),
 ]

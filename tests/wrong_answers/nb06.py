@@ -1,6 +1,6 @@
 """Notebook 06: wrong answers students write for the sinusoidal encoding, RoPE and the look-back model."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _SIN = '''def sinusoidal(max_len, d_model):
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]
@@ -90,4 +90,19 @@ WRONG = [
           _look(store='self.pe = nn.Parameter(sinusoidal(max_len, d_model).float())')),
     Wrong("ex4", "the encoding multiplied in, not added", _look(add="x * self.pe[: x.shape[1]]")),
     Wrong("ex4", "the target k places ahead, not back", _look(target="x[:, k:]")),
+]
+
+RIGHT = [
+    Right("ex1", "frequencies by exp and log, sine and cosine interleaved by stacking", '''def sinusoidal(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.stack([torch.sin(pos * freq), torch.cos(pos * freq)], dim=-1).reshape(max_len, d_model)
+'''),
+    Right("ex3", "complex numbers", '''def rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    theta = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * base ** (
+        -torch.arange(0, d, 2, dtype=torch.float64) / d)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * torch.polar(torch.ones_like(theta), theta)).reshape(x.shape).to(x.dtype)
+'''),
 ]

@@ -1,6 +1,6 @@
 """Notebook 07: wrong answers students write for the decoder mask, the decoder layer and the block."""
 
-from wrong_answers import Wrong
+from wrong_answers import Right, Wrong
 
 _MASK = '''def decoder_self_mask(tgt, pad_id=0):
     T = tgt.shape[1]
@@ -68,4 +68,36 @@ WRONG = [
     Wrong("ex4", "post-LN instead of pre-LN", _block(attn="self.attn(x, x, x, need_weights=False)[0]",
                                                     after_attn="self.ln1(x + a) if self.residual else self.ln1(a)",
                                                     out="x + f if self.residual else f")),
+]
+
+RIGHT = [
+    Right("ex1", "position comparisons instead of tril", '''def decoder_self_mask(tgt, pad_id=0):
+    T = tgt.shape[1]
+    pos = torch.arange(T, device=tgt.device)
+    return (pos[None, :] <= pos[:, None])[None, None] & (tgt != pad_id)[:, None, None, :]
+'''),
+    Right("ex2", "ReLU as a clamp, the sub-layers named one by one", '''def decoder_layer_forward(layer, x, memory, tgt_mask, memory_key_padding_mask):
+    sa, _ = layer.self_attn(x, x, x, attn_mask=tgt_mask)
+    h1 = layer.norm1(x + sa)
+    ca, _ = layer.multihead_attn(h1, memory, memory, key_padding_mask=memory_key_padding_mask)
+    h2 = layer.norm2(h1 + ca)
+    return layer.norm3(h2 + layer.linear2(layer.linear1(h2).clamp(min=0)))
+'''),
+    Right("ex4", "the residual as a branch on the flag, the FFN built step by step", '''class Block(nn.Module):
+    def __init__(self, d_model, num_heads, residual=True):
+        super().__init__()
+        self.residual = residual
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h)
+        if self.residual:
+            x = x + a
+            return x + self.ffn(self.ln2(x))
+        return self.ffn(self.ln2(a))
+'''),
 ]

@@ -1,6 +1,6 @@
 """Notebook 08: wrong answers students write for beam search with a length penalty and label smoothing."""
 
-from wrong_answers import Wrong, model_answer, variant
+from wrong_answers import Right, Wrong, model_answer, variant
 
 _SMOOTH = '''def smoothed_loss(logits, target, eps, pad_id=0):
     logp = logits.log_softmax(-1)
@@ -42,4 +42,14 @@ WRONG += [
           "    tokens = beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=alpha)[0]\n"
           "    tokens = [t for t in tokens if t not in (bos_id, eos_id)]\n"
           "    return tokens, model_score(model, src, tokens, bos_id, eos_id, alpha)\n"),
+]
+
+RIGHT = [
+    Right("ex2", "log-softmax by logsumexp, a weighted mean over the kept positions", '''def smoothed_loss(logits, target, eps, pad_id=0):
+    N, V = logits.shape
+    logp = logits - logits.logsumexp(-1, keepdim=True)
+    per_position = -(1 - eps) * logp[torch.arange(N), target] - eps * logp.sum(-1) / V
+    keep = (target != pad_id).to(logits.dtype)
+    return (per_position * keep).sum() / keep.sum()
+'''),
 ]
