@@ -45,6 +45,10 @@ WRONG = [
     Wrong("ex2", "the context a plain mean of the real states", "def context_vector(e, h, mask):\n"
           "    weights = e.masked_fill(~mask, float('-inf')).softmax(-1)\n"
           "    m = mask[..., None].float()\n    return weights, (h * m).sum(1) / m.sum(1)\n"),
+    Wrong("ex2", "exponentials of the pads' scores too, then zeroed: a large pad score overflows (inf * 0 = NaN)",
+          "def context_vector(e, h, mask):\n    top = e.masked_fill(~mask, float('-inf')).amax(-1, keepdim=True)\n"
+          "    w = torch.exp(e - top) * mask\n    weights = w / w.sum(-1, keepdim=True)\n"
+          "    return weights, (weights[..., None] * h).sum(1)\n", hidden_only=True),
     Wrong("ex2", "utils.rnn.masked_softmax, which the exercise forbids", "from utils.rnn import masked_softmax\n\n\n"
           "def context_vector(e, h, mask):\n    weights = masked_softmax(e, mask)\n"
           "    return weights, (weights[..., None] * h).sum(1)\n"),
@@ -59,8 +63,8 @@ RIGHT = [
     return torch.einsum("bsa,a->bs", torch.tanh(hidden), v)
 '''),
     Right("ex2", "exponentials of the real scores, normalised by hand", '''def context_vector(e, h, mask):
-    top = e.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True)
-    w = torch.exp(e - top) * mask
+    real = e.masked_fill(~mask, float("-inf"))
+    w = torch.exp(real - real.amax(-1, keepdim=True))   # exp(-inf) = 0 on pads
     weights = w / w.sum(-1, keepdim=True)
     return weights, torch.einsum("bs,bsk->bk", weights, h)
 '''),
