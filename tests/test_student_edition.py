@@ -1,7 +1,7 @@
 """The student edition: what a class's student is given holds only what a student has.
 
 One source, three editions (README, "Three editions"): the notebooks in ``notebooks/`` are the
-learner's edition (speaker notes collapsed, model answers behind their toggle); ``make student`` /
+learner's edition (model answers behind their toggle, speaker notes outside the exercises' prompt-answer pairs); ``make student`` /
 ``make course`` give the student's (``scripts/nbgrader_course.py``: ``student_edition``, then
 nbgrader's release); the decks keep the notes for the lecturer. These tests build the student edition
 of every notebook (in memory: the same functions ``make student`` runs) and fail on anything a
@@ -103,8 +103,9 @@ def test_the_learner_edition_markers_are_well_formed_and_invisible(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
 def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
-    """In the learner's edition every speaker-notes cell is collapsed (JupyterLab shows a bar) and none
-    sits between an exercise's prompt and its answer or check cells."""
+    """In the learner's edition no speaker-notes cell sits between an exercise's prompt and its answer, and
+    each has its source marked collapsed (an editor's view; JupyterLab still renders a markdown cell whose
+    source is collapsed, so this does not take the notes out of a reader's way)."""
     nb = _read(path)
     for i, cell in enumerate(nb.cells):
         if not is_speaker_notes(cell):
