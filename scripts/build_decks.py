@@ -15,6 +15,9 @@ What it does to each notebook, through nbconvert's Python API:
   (``scripts/make_student.py``'s ``clear_solutions``: ``# YOUR CODE HERE`` /
   ``raise NotImplementedError()``, "YOUR ANSWER HERE", mark schemes removed) and drops the outputs
   of the cells it changed; **instructor** keeps the solutions and removes only the marker lines.
+  Speaker notes (in the notebooks, closed ``<details>`` blocks that keep them out of a reader's way)
+  are unwrapped: a deck shows them in reveal.js's speaker view, an instructor's hand-out as text; a
+  student's hand-out has none.
   Widget outputs: the display priority puts ``image/png`` (the explorer's initial figure) first and
   never the widget view; an explorer output with no image gets a one-line note instead of its
   ``interactive(children=(...`` text; a progress bar widget (tqdm) keeps its text.
@@ -46,6 +49,7 @@ from traitlets.config import Config  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_student import SOLUTION_DELIMITERS, clear_solutions  # noqa: E402
+from tag_exercises import is_speaker_notes, unwrap_notes  # noqa: E402
 from vendor_assets import vendored_dir  # noqa: E402
 
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -71,8 +75,14 @@ class LecturePreprocessor(Preprocessor):
     widget outputs reduced to what a static page can show, the notebook's '# Title' as page title."""
 
     variant = Enum(list(VARIANTS), default_value="student").tag(config=True)
+    kind = Enum(list(KINDS), default_value="slides").tag(config=True)
 
     def preprocess(self, nb, resources):
+        if self.kind == "handouts" and self.variant == "student":
+            nb.cells = [c for c in nb.cells if not is_speaker_notes(c)]
+        for cell in nb.cells:
+            if is_speaker_notes(cell):
+                cell.source = unwrap_notes(cell.source)
         if self.variant == "student":
             before = [c.source for c in nb.cells]
             nb = clear_solutions(nb)
@@ -124,7 +134,7 @@ def make_exporter(kind: str, variant: str = "student"):
                                   reveal_url_prefix=f"{STATIC}/{vendored_dir('reveal.js').name}", **common)
     else:
         exporter = HTMLExporter(template_name="course_lab", **common)
-    exporter.register_preprocessor(LecturePreprocessor(variant=variant), enabled=True)
+    exporter.register_preprocessor(LecturePreprocessor(variant=variant, kind=kind), enabled=True)
     return exporter
 
 

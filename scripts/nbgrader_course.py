@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tag_exercises import unwrap_details  # noqa: E402
+from tag_exercises import is_speaker_notes, unwrap_details  # noqa: E402
 EXERCISES_HEADING = "## exercises"
 
 
@@ -72,10 +72,6 @@ def exercise_section_start(nb) -> int | None:
 LEARNER_ONLY = re.compile(r"<!-- learner-only -->.*?<!-- /learner-only -->", re.S)
 STUDENT_ONLY = re.compile(r"<!-- student-only: (.*?) -->", re.S)
 NBVAL_DIRECTIVE = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*(\n|$)", re.M)
-
-
-def is_speaker_notes(cell) -> bool:
-    return cell.metadata.get("slideshow", {}).get("slide_type") == "notes"
 
 
 def student_edition(nb):

@@ -13,7 +13,12 @@ Conventions (CONTRIBUTING.md):
   collapses only the *source* of a markdown cell, not its rendering, so the answer and mark scheme are
   also wrapped in a closed HTML ``<details>`` block (``DETAILS_OPEN`` ... ``DETAILS_CLOSE``): a learner
   sees one "Model answer" line and opens it on a click. The release unwraps it
-  (``scripts/nbgrader_course.py``), so a student's answer cell is plain markdown.
+  (``scripts/nbgrader_course.py``), so a student's answer cell is plain markdown;
+- a speaker-notes cell (``slideshow.slide_type == "notes"``) is the lecturer's: for the same reason its
+  source is collapsed *and* wrapped in a closed ``<details>`` block (``NOTES_OPEN`` ... ``NOTES_CLOSE``),
+  so a learner reading in JupyterLab, Colab or on GitHub sees one "Speaker notes" line, not the notes.
+  The decks unwrap it (``scripts/build_decks.py``: reveal.js shows the notes in its speaker view) and
+  the student's edition drops the cell.
 
 Grade ids follow the exercise headings (``**Exercise 3 — …`` or ``### Exercise 3 — …``): Exercise 3's
 answer cell is ``ex3`` (a code answer or an open question's), its check cells ``ex3_check``,
@@ -52,6 +57,27 @@ def unwrap_details(source: str) -> str:
     """The answer cell's source without the <details> block ``wrap_details`` put around it."""
     if source.startswith(DETAILS_OPEN) and source.endswith(DETAILS_CLOSE):
         source = source[len(DETAILS_OPEN):-len(DETAILS_CLOSE)]
+    return source.strip("\n")
+
+
+NOTES_OPEN = ("<details class=\"speaker-notes\">\n<summary><b>Speaker notes</b> (for a lecturer presenting "
+              "this notebook as slides; a reader can skip them)</summary>\n")
+NOTES_CLOSE = "\n</details>"
+
+
+def is_speaker_notes(cell) -> bool:
+    return cell.metadata.get("slideshow", {}).get("slide_type") == "notes"
+
+
+def wrap_notes(source: str) -> str:
+    """A speaker-notes cell's source inside a closed <details> block (idempotent)."""
+    return f"{NOTES_OPEN}\n{unwrap_notes(source)}\n{NOTES_CLOSE}"
+
+
+def unwrap_notes(source: str) -> str:
+    """A speaker-notes cell's source without the <details> block ``wrap_notes`` put around it."""
+    if source.startswith(NOTES_OPEN) and source.endswith(NOTES_CLOSE):
+        source = source[len(NOTES_OPEN):-len(NOTES_CLOSE)]
     return source.strip("\n")
 
 
@@ -94,6 +120,12 @@ def tag(nb) -> None:
     used = set()
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
+        if is_speaker_notes(cell):
+            if cell.cell_type != "markdown":
+                raise SystemExit(f"a speaker-notes cell must be markdown:\n{cell.source[:200]}")
+            cell.source = wrap_notes(cell.source)
+            collapse(cell, True)
+            continue
         heading = EXERCISE_RE.search(cell.source) if cell.cell_type == "markdown" else None
         if heading:
             number = int(heading.group(1))

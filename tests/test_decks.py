@@ -19,6 +19,7 @@ from notebook_utils import ROOT, read
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_decks  # noqa: E402
 from make_student import SOLUTION_DELIMITERS  # noqa: E402
+from tag_exercises import wrap_notes  # noqa: E402
 
 NB04 = ROOT / "notebooks" / "04_scaled_dot_product_attention.ipynb"
 NB06 = ROOT / "notebooks" / "06_positional_encoding.ipynb"
@@ -160,6 +161,22 @@ def test_student_has_stubs_and_instructor_has_solutions(built, kind):
     assert answer in instructor and answer not in student
 
 
+def test_speaker_notes_in_decks_and_instructors_handouts_not_in_students(built):
+    """The notebooks fold their speaker notes in a closed <details> block (out of a reader's way); the
+    decks unfold them into reveal.js's speaker view, the instructor's hand-out shows them as text and
+    the student's hand-out has none."""
+    point = next(line for line in read(NB04).cells[1].source.splitlines() if line.startswith("**Point:**"))
+    point = re.sub(r"\*\*Point:\*\*\s*", "", point)[:40]
+    deck = built["slides", "student", NB04.stem].read_text(encoding="utf-8")
+    notes = re.findall(r'<aside class="notes">(.*?)</aside>', deck, re.S)
+    assert notes and all("<details" not in n for n in notes) and any(point in n for n in notes)
+    instructor = built["handouts", "instructor", NB04.stem].read_text(encoding="utf-8")
+    assert point in Page(instructor).text and 'class="speaker-notes"' not in instructor
+    for stem in (NB04.stem, NB06.stem):
+        student = built["handouts", "student", stem].read_text(encoding="utf-8")
+        assert "Point:" not in Page(student).text and "speaker-notes" not in student, stem
+
+
 def test_maths_by_katex_and_figures_embedded(built):
     for key, page in _pages(built):
         html = page.read_text(encoding="utf-8")
@@ -200,7 +217,7 @@ def test_slideshow_metadata_notes_and_widget_outputs(tmp_path):
     display = nbformat.v4.new_output
     nb.cells = [
         _cell("markdown", "# A title\n\nThe first slide, with $e^{i\\pi} = -1$.", "slide"),
-        _cell("markdown", "Say this out loud: SPEAKER-NOTE-TEXT", "notes"),
+        _cell("markdown", wrap_notes("Say this out loud: SPEAKER-NOTE-TEXT"), "notes"),
         _cell("markdown", "SKIPPED-CELL-TEXT", "skip"),
         _cell("markdown", "A fragment: FRAGMENT-TEXT", "fragment"),
         _cell("code", "# NBVAL_CHECK_OUTPUT\nexplorer()", "subslide", [display(
@@ -221,6 +238,7 @@ def test_slideshow_metadata_notes_and_widget_outputs(tmp_path):
     assert html.count("<section") >= 4  # two slides, each with its subslide(s)
     notes = re.findall(r'<aside class="notes">(.*?)</aside>', html, re.S)
     assert len(notes) == 1 and "SPEAKER-NOTE-TEXT" in notes[0]
+    assert "<details" not in notes[0] and "<summary" not in notes[0], "the speaker view shows the notes unfolded"
     assert "SKIPPED-CELL-TEXT" not in html
     assert re.search(r'class="fragment"[^>]*>.*?FRAGMENT-TEXT', html, re.S)
     assert f"data:image/png;base64,{PNG}" in html  # the explorer's figure

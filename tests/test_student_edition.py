@@ -1,7 +1,7 @@
 """The student edition: what a class's student is given holds only what a student has.
 
 One source, three editions (README, "Three editions"): the notebooks in ``notebooks/`` are the
-learner's edition (model answers behind their toggle, speaker notes outside the exercises' prompt-answer pairs); ``make student`` /
+learner's edition (model answers and speaker notes folded behind their toggles); ``make student`` /
 ``make course`` give the student's (``scripts/nbgrader_course.py``: ``student_edition``, then
 nbgrader's release); the decks keep the notes for the lecturer. These tests build the student edition
 of every notebook (in memory: the same functions ``make student`` runs) and fail on anything a
@@ -20,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+from tag_exercises import NOTES_CLOSE, NOTES_OPEN  # noqa: E402
 from nbgrader_course import (LEARNER_ONLY, STUDENT_ONLY, exercise_section_start, is_speaker_notes,  # noqa: E402
                              release, student_edition)
 
@@ -103,14 +104,18 @@ def test_the_learner_edition_markers_are_well_formed_and_invisible(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
 def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
-    """In the learner's edition no speaker-notes cell sits between an exercise's prompt and its answer, and
-    each has its source marked collapsed (an editor's view; JupyterLab still renders a markdown cell whose
-    source is collapsed, so this does not take the notes out of a reader's way)."""
+    """In the learner's edition every speaker-notes cell is folded: its rendering is one closed
+    ``<details>`` line (JupyterLab renders a markdown cell whose source is collapsed, so the collapsed
+    source alone would leave the notes in a reader's way; tests/browser/test_lab.py checks the page), and
+    none sits between an exercise's prompt and its answer."""
     nb = _read(path)
     for i, cell in enumerate(nb.cells):
         if not is_speaker_notes(cell):
             continue
         assert cell.metadata.get("jupyter", {}).get("source_hidden"), f"cell {i}: speaker notes not collapsed"
+        assert cell.source.startswith(NOTES_OPEN) and cell.source.endswith(NOTES_CLOSE), \
+            f"cell {i}: speaker notes not folded in a closed <details> block (run scripts/tag_exercises.py)"
+        assert cell.source.count("<details") == 1 and "<details open" not in cell.source, f"cell {i}"
         after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
         assert not (after is not None and after.metadata.get("nbgrader", {}).get("solution")), \
             f"cell {i}: speaker notes between an exercise's prompt and its answer"

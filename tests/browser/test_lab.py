@@ -186,6 +186,23 @@ def test_run_all_in_jupyterlab(page, lab, name, record_property):
         assert body.is_visible(), f"cell {i}: a click on the summary does not show the answer"
         summary.click()
 
+    # speaker notes are the lecturer's: folded the same way, one "Speaker notes" line until clicked
+    notes = [i for i, c in enumerate(file_cells) if c.metadata.get("slideshow", {}).get("slide_type") == "notes"]
+    assert notes, f"{name} has no speaker notes to check"
+    for i in notes:
+        cell = cells.nth(i)
+        cell.scroll_into_view_if_needed()
+        details = cell.locator("details")
+        assert details.count() == 1 and details.get_attribute("open") is None, f"cell {i}: notes not in a closed <details>"
+        summary = details.locator("summary")
+        assert summary.is_visible() and "Speaker notes" in summary.inner_text(), f"cell {i}: no visible summary line"
+        body = details.locator("p").first
+        assert not body.is_visible(), f"cell {i}: speaker notes visible before a click"
+    summary = cells.nth(notes[0]).locator("details summary")
+    summary.click()
+    assert cells.nth(notes[0]).locator("details p").first.is_visible(), "a click does not open the speaker notes"
+    summary.click()
+
     # No traceback and no pink box: JupyterLab renders a Python error and a stderr stream alike
     # (data-mime-type application/vnd.jupyter.stderr), a traceback told apart by its text.
     stderr = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
