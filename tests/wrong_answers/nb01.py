@@ -79,4 +79,33 @@ RIGHT = [
     unit = F.normalize(E, dim=-1)
     return unit @ unit.T
 '''),
+    Right("ex4", "torch.where for the masked mean, nn.CrossEntropyLoss, model.zero_grad before the forward",
+          '''from torch import nn
+
+
+class BagOfEmbeddings(nn.Module):
+    def __init__(self, vocab_size, dim, num_classes):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.out = nn.Linear(dim, num_classes)
+
+    def forward(self, ids, mask):
+        e = self.embed(ids)                                                    # (B, T, D)
+        e = torch.where(mask[..., None], e, torch.zeros((), dtype=e.dtype))
+        counts = mask.sum(dim=1, keepdim=True).clamp(min=1).to(e.dtype)        # (B, 1)
+        return self.out(e.sum(dim=1) / counts)
+
+
+def train_classifier(model, ids, mask, labels, steps=200, lr=0.05):
+    criterion = nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr)
+    history = []
+    for step in range(steps):
+        model.zero_grad()
+        loss = criterion(model(ids, mask), labels)
+        loss.backward()
+        opt.step()
+        history.append(float(loss))
+    return history
+'''),
 ]

@@ -102,4 +102,24 @@ def masked_encode(x, mask, gru):
         h = m * gru_step(x[:, t], h, gru) + (1 - m) * h
     return h
 '''),
+    Right("ex4", "all target embeddings at once, the states collected, one output layer call at the end",
+          '''class TinySeq2Seq(nn.Module):
+    def __init__(self, vocab_size, emb=16, hidden=32):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, emb)
+        self.encoder = nn.GRU(input_size=emb, hidden_size=hidden, num_layers=1, batch_first=True)
+        self.decoder = nn.GRUCell(emb + hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab_size)
+
+    def forward(self, src, src_mask, tgt_in):
+        context = masked_encode(self.emb(src), src_mask, self.encoder)          # (B, H)
+        T = tgt_in.shape[1]
+        ctx = context.unsqueeze(1).expand(-1, T, -1)                            # (B, T, H)
+        steps_in = torch.cat([self.emb(tgt_in), ctx], dim=2)                    # (B, T, E + H)
+        state, states = context, []
+        for t in range(T):
+            state = self.decoder(steps_in[:, t], state)
+            states.append(state)
+        return self.out(torch.cat([torch.stack(states, dim=1), ctx], dim=2))   # (B, T, V)
+'''),
 ]

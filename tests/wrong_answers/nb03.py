@@ -68,4 +68,31 @@ RIGHT = [
     weights = w / w.sum(-1, keepdim=True)
     return weights, torch.einsum("bs,bsk->bk", weights, h)
 '''),
+    Right("ex4", "the attention layers created first, s_0 by gather, the outputs computed after the loop",
+          '''class AttentionDecoder(nn.Module):
+    def __init__(self, vocab_size, emb=16, hidden=32):
+        super().__init__()
+        self.U = nn.Linear(hidden, hidden, bias=False)
+        self.W = nn.Linear(hidden, hidden)
+        self.v = nn.Linear(hidden, 1, bias=False)
+        self.emb = nn.Embedding(vocab_size, emb)
+        self.cell = nn.GRUCell(emb + hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab_size)
+
+    def forward(self, H, mask, tgt_in):
+        B, S, D = H.shape
+        last = (mask.long().sum(dim=1) - 1).view(B, 1, 1).expand(B, 1, D)
+        s = H.gather(1, last).squeeze(1)                                        # (B, D) s_0
+        embedded = self.emb(tgt_in)                                             # (B, T, E)
+        states, contexts, weights = [], [], []
+        for t in range(tgt_in.shape[1]):
+            e = additive_score(s, H, self.U.weight, self.W.weight, self.W.bias, self.v.weight.squeeze(0))
+            a, c = context_vector(e, H, mask)
+            s = self.cell(torch.cat((embedded[:, t], c), dim=1), s)
+            states.append(s)
+            contexts.append(c)
+            weights.append(a)
+        self.weights = torch.stack(weights, dim=1)                              # (B, T, S)
+        return self.out(torch.cat((torch.stack(states, 1), torch.stack(contexts, 1)), dim=-1))
+'''),
 ]

@@ -105,4 +105,59 @@ RIGHT = [
     z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(z * torch.polar(torch.ones_like(theta), theta)).reshape(x.shape).to(x.dtype)
 '''),
+    Right("ex4", "the formula written again (float64, exp and log), the model as an nn.Module, loss over transposed logits",
+          '''import math
+
+from torch import nn
+import torch.nn.functional as F
+
+
+class AddPositions(nn.Module):
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)                        # (L, 1)
+        rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+        table = torch.zeros(max_len, d_model, dtype=torch.float64)
+        table[:, 0::2] = torch.sin(pos * rate)
+        table[:, 1::2] = torch.cos(pos * rate)
+        self.register_buffer("table", table.to(torch.get_default_dtype()))
+
+    def forward(self, x):
+        return x + self.table[: x.size(1)].unsqueeze(0)
+
+
+class LookBack(nn.Module):
+    def __init__(self, use_positions):
+        super().__init__()
+        self.emb = nn.Embedding(8, 32)
+        self.pos = AddPositions(32) if use_positions else None
+        self.attn = nn.MultiheadAttention(32, 2, batch_first=True)
+        self.head = nn.Linear(32, 8)
+
+    def forward(self, ids):
+        z = self.emb(ids)
+        if self.pos is not None:
+            z = self.pos(z)
+        mixed, _ = self.attn(z, z, z)
+        return self.head(mixed)
+
+
+def lookback_accuracy(use_positions, k, seed, steps=300):
+    torch.manual_seed(seed)
+    model = LookBack(use_positions)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    for step in range(steps):
+        seqs = torch.randint(0, 8, (64, 12), generator=gen)
+        logits = model(seqs)
+        loss = F.cross_entropy(logits[:, k:].transpose(1, 2), seqs[:, : 12 - k])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    test = torch.randint(0, 8, (500, 12), generator=torch.Generator().manual_seed(seed + 1000))
+    model.eval()
+    with torch.no_grad():
+        right = model(test)[:, k:].argmax(dim=-1) == test[:, : 12 - k]
+    return right.float().mean().item()
+'''),
 ]

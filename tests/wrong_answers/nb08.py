@@ -52,4 +52,49 @@ RIGHT = [
     keep = (target != pad_id).to(logits.dtype)
     return (per_position * keep).sum() / keep.sum()
 '''),
+    Right("ex1", "hypotheses as a tensor, candidates ranked by one stable sort of a (live, beam_size) score table",
+          '''def beam_search_lp(model, src, beam_size, max_len, bos_id, eos_id, alpha=0.6):
+    def lp(n):
+        return ((5 + n) / 6) ** alpha
+
+    model.eval()
+    with torch.no_grad():
+        mask = model.src_mask(src)
+        memory = model.encode(src, mask)
+        seqs = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)    # (n, t + 1), <bos> first
+        scores = torch.zeros(1, device=src.device)                              # (n,) summed log-probabilities
+        done = []
+        step = 0
+        while step < max_len:
+            step += 1
+            n = seqs.shape[0]
+            out = model.decode(seqs, memory.repeat(n, 1, 1), mask.repeat(n, 1, 1, 1))
+            logp = F.log_softmax(out[:, -1], dim=-1)                           # (n, V)
+            top_lp, top_id = logp.topk(beam_size, dim=-1)                       # (n, K)
+            total = (scores[:, None] + top_lp).flatten()                        # (n * K,), hypothesis-major
+            order = torch.sort(total, descending=True, stable=True).indices.tolist()
+            keep_rows, keep_ids, keep_scores = [], [], []
+            for rank, j in enumerate(order):
+                row, tok = divmod(j, beam_size)
+                tok_id = int(top_id[row, tok])
+                if tok_id == eos_id:
+                    if rank < beam_size:
+                        done.append((seqs[row, 1:].tolist(), float(total[j]) / lp(seqs.shape[1])))
+                    continue
+                keep_rows.append(row)
+                keep_ids.append(tok_id)
+                keep_scores.append(float(total[j]))
+                if len(keep_rows) == beam_size:
+                    break
+            if not keep_rows:
+                break
+            seqs = torch.cat([seqs[keep_rows], torch.tensor(keep_ids, device=src.device)[:, None]], dim=1)
+            scores = torch.tensor(keep_scores, device=src.device)
+            if len(done) >= beam_size:
+                break
+        else:
+            done += [(seqs[i, 1:].tolist(), float(scores[i]) / lp(seqs.shape[1] - 1)) for i in range(seqs.shape[0])]
+        best = max(done, key=lambda d: d[1])
+        return best[0], best[1]
+'''),
 ]
