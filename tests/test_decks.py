@@ -157,7 +157,7 @@ def test_student_has_stubs_and_instructor_has_solutions(built, kind):
     assert "# YOUR CODE HERE" in student and "raise NotImplementedError()" in student
     assert "YOUR ANSWER HERE" in student  # the written answer of the markdown exercise
     assert "NotImplementedError" not in instructor and "YOUR ANSWER HERE" not in instructor
-    answer = "layer normalisation keeps"  # from the written answer of that exercise
+    answer = "removes the dependence on the dimension only"  # from the written answer of that exercise
     assert answer in instructor and answer not in student
 
 
