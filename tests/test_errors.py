@@ -332,3 +332,340 @@ def test_the_helpers_refuse_what_they_document():
         checks.tensor(torch.zeros(2, 4), "x", "(B, T, D)", dims=3)
     with pytest.raises(TypeError, match="must hold integer token ids, got a tensor of dtype torch.float32"):
         checks.tensor(torch.zeros(2), "ids", kind="ids")
+
+
+# --------------------------------------------------------------------------- one rule for token ids: any integer dtype
+
+INT_DTYPES = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+def id_entry_points():
+    """(entry point, argument name, call(ids)) for every public entry point that takes token ids;
+    ``ids`` is a (2, 4) batch, right-padded, with ids < 20."""
+    from utils.embeddings import CBOW
+    from utils.gpt import sampling_distribution  # noqa: F401  (imported for the module under test)
+    from utils.rnn import Encoder, seq2seq_loss
+    from utils.text import PairBatch, padding_mask
+    from utils.transformer import translation_loss
+
+    torch.manual_seed(0)
+    tf, gpt = _tiny_transformer().eval(), _tiny_gpt().eval()
+    tagger = EncoderTagger(tf.cfg).eval()
+    rnn = Seq2Seq(20, 20, 8, 8, 8, attention="additive").eval()
+    enc, cbow = Encoder(20, 8, 8).eval(), CBOW(20, 8)
+    long = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
+
+    def batch(ids):
+        mask = long != 0
+        return PairBatch(ids, mask.sum(1), mask, ids, mask.sum(1), mask)
+
+    return [
+        ("Transformer", "src", lambda i: tf(i, long)),
+        ("Transformer", "tgt_in", lambda i: tf(long, i)),
+        ("Transformer.encode", "src", lambda i: tf.encode(i)),
+        ("Transformer.decode", "tgt", lambda i: tf.decode(i, tf.encode(long), tf.src_mask(long))),
+        ("transformer.greedy_decode", "src", lambda i: greedy_decode(tf, i, 3, 2, 3)),
+        ("transformer.beam_search", "src", lambda i: beam_search(tf, i, 2, 3, 2, 3)),
+        ("translation_loss", "batch.tgt", lambda i: translation_loss(tf, batch(i))),
+        ("EncoderTagger", "src", lambda i: tagger(i)),
+        ("GPT", "idx", lambda i: gpt(i)),
+        ("GPT", "targets", lambda i: gpt(long, i)),
+        ("generate", "idx", lambda i: generate(gpt, i, 2, temperature=0)),
+        ("get_batch", "data", lambda i: gpt(*get_batch(i.flatten(), 3, 2, torch.Generator().manual_seed(0)))),
+        ("rnn.Encoder", "src", lambda i: enc(i, long != 0)),
+        ("Seq2Seq", "src", lambda i: rnn(i, long != 0, long)),
+        ("Seq2Seq", "tgt_in", lambda i: rnn(long, long != 0, i)),
+        ("rnn.greedy_decode", "src", lambda i: rnn_greedy(rnn, i, long != 0, 3)),
+        ("rnn.beam_search", "src", lambda i: rnn_beam(rnn, i, long != 0, 2, 3)),
+        ("seq2seq_loss", "batch.tgt", lambda i: seq2seq_loss(rnn, batch(i))),
+        ("CBOW", "context", lambda i: cbow(i)),
+        ("padding_mask", "ids", lambda i: padding_mask(i)),
+        ("key_padding_mask", "ids_or_bool", lambda i: key_padding_mask(i)),
+    ]
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("entry,arg,call", id_entry_points(), ids=lambda v: v if isinstance(v, str) else "")
+def test_any_integer_dtype_of_ids_gives_the_long_result_everywhere(entry, arg, call):
+    """The one rule: token ids of any integer dtype (int32 from NumPy, uint8, ...) are the same ids."""
+    long = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
+    with torch.no_grad():
+        want = call(long)
+        for dtype in INT_DTYPES[1:]:
+            torch.manual_seed(0)
+            assert _same(call(long.to(dtype)), want), (entry, dtype)
+
+
+@pytest.mark.parametrize("bad", [torch.float32, torch.bool])
+@pytest.mark.parametrize("entry,arg,call", id_entry_points(), ids=lambda v: v if isinstance(v, str) else "")
+def test_ids_that_are_not_whole_numbers_are_refused_by_name(entry, arg, call, bad):
+    long = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
+    if entry == "key_padding_mask":
+        if bad == torch.float32:  # a bool mask is its other documented input
+            with pytest.raises(TypeError, match=r"key_padding_mask expects integer token ids or a bool mask.*float32"):
+                call(long.to(bad))
+        return
+    with pytest.raises(TypeError, match=rf"{arg.split('.')[-1]}\b.*must hold integer token ids, got a tensor of dtype {bad}"):
+        call(long.to(bad))
+
+
+# --------------------------------------------------------------------------- one rule for temperature=0: greedy
+
+
+@settings(max_examples=25, deadline=None)
+@given(V=st.integers(2, 30), B=st.integers(1, 4), top_k=st.sampled_from([None, 1, 3]), seed=st.integers(0, 1000))
+def test_temperature_zero_is_greedy_in_every_entry_point(V, B, top_k, seed):
+    from utils.gpt import sampling_distribution
+
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(B, V, generator=g)
+    p = sampling_distribution(logits, 0, top_k)
+    assert torch.equal(p, torch.nn.functional.one_hot(logits.argmax(-1), V).float())  # all on the argmax
+    assert torch.equal(p, sampling_distribution(logits, 1e-3, top_k).round())  # the limit of small temperatures
+
+
+def test_generate_at_temperature_zero_follows_the_greedy_distribution():
+    from utils.gpt import sampling_distribution
+
+    gpt = _tiny_gpt().eval()
+    out = generate(gpt, torch.tensor([[1, 2]]), 5, temperature=0)
+    for t in range(2, out.shape[1]):
+        with torch.no_grad():
+            p = sampling_distribution(gpt(out[:, :t])[0][:, -1], 0)
+        assert p[0, out[0, t]] == 1
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), -1e-9])
+def test_bad_temperatures_get_one_message_everywhere(bad):
+    from utils.gpt import sampling_distribution
+
+    messages = []
+    for call in (lambda: sampling_distribution(torch.randn(5), bad), lambda: generate(_tiny_gpt(), torch.tensor([[1]]), 2, temperature=bad)):
+        with pytest.raises(ValueError, match=r"temperature must be a finite number >= 0 \(0 = greedy") as e:
+            call()
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]
+    for call in (lambda: sampling_distribution(torch.randn(5), "0"), lambda: generate(_tiny_gpt(), torch.tensor([[1]]), 2, temperature=None)):
+        with pytest.raises(TypeError, match="temperature must be a number >= 0"):
+            call()
+
+
+# --------------------------------------------------------------------------- BPE merges in the wrong form
+
+
+def _bpe_calls():
+    from utils.text import bpe_apply_in_order, bpe_segment
+
+    return {"bpe_segment": lambda m: bpe_segment("lowest", m),
+            "bpe_apply_in_order": lambda m: bpe_apply_in_order("lowest", m)}
+
+
+@pytest.mark.parametrize("entry", ["bpe_segment", "bpe_apply_in_order"])
+@pytest.mark.parametrize("merges,where", [(["e s", "es t"], "'e s' at index 0.*\\('e', 's'\\).*split"),
+                                          (["es", "est"], "'es' at index 0"),
+                                          ([("e", "s"), "es t"], "'es t' at index 1"),
+                                          ("e s es t", "got str"),
+                                          ([("e", "s", "t")], "at index 0"),
+                                          ([("e", 5)], "at index 0"),
+                                          ([("", "s")], "at index 0"),
+                                          (None, "got NoneType")])
+def test_bpe_merges_in_the_wrong_form_are_named(entry, merges, where):
+    with pytest.raises(TypeError, match=rf"{entry}\(\): merges must be a list of \(a, b\) pairs.*learn_bpe.*{where}"):
+        _bpe_calls()[entry](merges)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(0, 12))
+def test_bpe_merges_as_lists_from_json_are_the_same_merges(n):
+    from utils.text import bpe_apply_in_order, bpe_segment, learn_bpe
+
+    merges = learn_bpe({"low": 5, "lower": 2, "newest": 6, "widest": 3}, n)
+    as_lists = [list(m) for m in merges]  # json.loads(json.dumps(merges))
+    for w in ("lowest", "newer", "wider", "x"):
+        assert bpe_segment(w, as_lists) == bpe_segment(w, merges) == bpe_apply_in_order(w, as_lists)
+
+
+def test_bpe_ranks_keyed_by_strings_are_refused():
+    from utils.text import bpe_segment
+
+    with pytest.raises(TypeError, match=r"the keys of ranks.*'e s'"):
+        bpe_segment("lowest", [], {"e s": 0})
+    with pytest.raises(TypeError, match=r"ranks must be a dict"):
+        bpe_segment("lowest", [], [("e", "s")])
+
+
+# --------------------------------------------------------------------------- degenerate sizes at every constructor
+
+
+def size_args():
+    """(constructor, argument, build(value)) for the sizes of every model constructor."""
+    from utils.embeddings import CBOW
+    from utils.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+    from utils.rnn import AdditiveScore, Decoder, DotScore, Encoder
+
+    out = [("Seq2Seq", a, lambda v, a=a: Seq2Seq(**{**dict(src_vocab_size=20, tgt_vocab_size=20, emb_dim=8,
+                                                              enc_hidden=8, dec_hidden=8), a: v}))
+           for a in ("src_vocab_size", "tgt_vocab_size", "emb_dim", "enc_hidden", "dec_hidden")]
+    out += [("rnn.Encoder", a, lambda v, a=a: Encoder(**{**dict(vocab_size=20, emb_dim=8, hidden_dim=8), a: v}))
+            for a in ("vocab_size", "emb_dim", "hidden_dim")]
+    out += [("rnn.Decoder", a, lambda v, a=a: Decoder(**{**dict(vocab_size=20, emb_dim=8, hidden_dim=8, enc_dim=8), a: v}))
+            for a in ("vocab_size", "emb_dim", "hidden_dim", "enc_dim")]
+    out += [("AdditiveScore", a, lambda v, a=a: AdditiveScore(**{**dict(query_dim=8, key_dim=8, attn_dim=4), a: v}))
+            for a in ("query_dim", "key_dim", "attn_dim")]
+    out += [("DotScore", "query_dim", lambda v: DotScore(v, v))]
+    out += [("CBOW", a, lambda v, a=a: CBOW(**{**dict(vocab_size=20, dim=8), a: v})) for a in ("vocab_size", "dim")]
+    out += [("MultiHeadAttention", a, lambda v, a=a: MultiHeadAttention(**{**dict(d_model=8, num_heads=2), a: v}))
+            for a in ("d_model", "num_heads")]
+    out += [("AdditiveAttention", a, lambda v, a=a: AdditiveAttention(**{**dict(d_q=8, d_k=8, d_hidden=4), a: v}))
+            for a in ("d_q", "d_k", "d_hidden")]
+    out += [("GroupedQueryAttention", a, lambda v, a=a: GroupedQueryAttention(**{**dict(d_model=8, num_heads=2,
+                                                                                       num_kv_heads=1), a: v}))
+            for a in ("d_model", "num_heads", "num_kv_heads")]
+    out += [(cls.__name__, a, lambda v, a=a, cls=cls: cls(**{**dict(d_model=8, max_len=16), a: v}))
+            for cls in (SinusoidalPositionalEncoding, LearnedPositionalEmbedding) for a in ("d_model", "max_len")]
+    out += [("GPTConfig", a, lambda v, a=a: GPTConfig(**{**dict(vocab_size=20, block_size=8, n_layer=1, n_head=2,
+                                                                d_model=8), a: v}))
+            for a in ("vocab_size", "block_size", "n_layer", "n_head", "d_model")]
+    out += [("TransformerConfig", a, lambda v, a=a: TransformerConfig(**{**dict(src_vocab=20, tgt_vocab=20, d_model=8,
+                                                                              num_heads=2, d_ff=16), a: v}))
+            for a in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "max_len")]
+    return out
+
+
+@pytest.mark.parametrize("value", [0, -1, -64])
+@pytest.mark.parametrize("entry,arg,build", size_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_sizes_below_one_are_refused_by_name(entry, arg, build, value):
+    with pytest.raises(ValueError, match=rf"^{arg} must be >= 1, got {value}$"):
+        build(value)
+
+
+@pytest.mark.parametrize("value", [8.0, 2.5, "8", None])
+@pytest.mark.parametrize("entry,arg,build", size_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_sizes_that_are_not_whole_numbers_are_refused_by_name(entry, arg, build, value):
+    if value is None and arg in ("attn_dim", "num_kv_heads"):
+        return  # None is documented there: the query's size, one key/value head per query head
+    with pytest.raises(TypeError, match=rf"^{arg} must be an int"):
+        build(value)
+
+
+def pad_id_args():
+    from utils.embeddings import CBOW
+    from utils.rnn import Decoder, Encoder
+
+    return [("rnn.Encoder", lambda p: Encoder(20, 8, 8, pad_id=p)), ("rnn.Decoder", lambda p: Decoder(20, 8, 8, 8, pad_id=p)),
+            ("CBOW", lambda p: CBOW(20, 8, pad_id=p)),
+            ("TransformerConfig", lambda p: TransformerConfig(20, 20, d_model=8, num_heads=2, pad_id=p))]
+
+
+@pytest.mark.parametrize("pad_id", [20, 21, 1000, -1, -20])
+@pytest.mark.parametrize("entry,build", pad_id_args(), ids=lambda v: v if isinstance(v, str) else "")
+def test_pad_id_outside_the_vocabulary_is_refused_by_name(entry, build, pad_id):
+    with pytest.raises(ValueError, match=rf"pad_id={pad_id} is outside the vocabular(y|ies).* size 20 \(valid ids: 0..19\)"):
+        build(pad_id)
+    build(19), build(0)  # the edges of the vocabulary are fine
+
+
+@pytest.mark.parametrize("value", [1.0, 1.5, -0.1])
+@pytest.mark.parametrize("build", [lambda p: Seq2Seq(20, 20, 8, 8, 8, dropout=p), lambda p: MultiHeadAttention(8, 2, p),
+                                   lambda p: GPTConfig(20, dropout=p), lambda p: GroupedQueryAttention(8, 2, 1, p),
+                                   lambda p: TransformerConfig(20, 20, d_model=8, num_heads=2, dropout=p)])
+def test_dropout_outside_zero_one_is_refused_by_name(build, value):
+    with pytest.raises(ValueError, match=rf"^dropout must be a probability in \[0, 1\), got {value}"):
+        build(value)
+
+
+# --------------------------------------------------------------------------- a too-long max_len names max_len
+
+
+@settings(max_examples=15, deadline=None)
+@given(model_len=st.integers(2, 12), over=st.integers(1, 20), method=st.sampled_from(["greedy", "beam", "make_decode_fn"]))
+def test_a_max_len_past_the_models_positions_names_max_len(model_len, over, method):
+    cfg = TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1, num_decoder_layers=1,
+                            dropout=0.0, max_len=model_len)
+    tf, src = Transformer(cfg), torch.tensor([[4, 5]])
+    run = {"greedy": lambda n: greedy_decode(tf, src, n, 2, 99),
+           "beam": lambda n: beam_search(tf, src, 2, n, 2, 99),
+           "make_decode_fn": lambda n: make_decode_fn(tf, "beam", beam_size=2, max_len=n, eos_id=99)}[method]
+    with pytest.raises(ValueError, match=rf"^max_len={model_len + over} \(the most tokens to generate\).*positions for "
+                                         rf"{model_len} tokens \(TransformerConfig\(max_len={model_len}\)\); pass max_len <= {model_len}$"):
+        run(model_len + over)
+    out = run(model_len)  # eos_id 99 never comes: exactly max_len tokens, every position of the model used
+    if method != "make_decode_fn":
+        assert len(out[0]) == model_len
+
+
+@pytest.mark.parametrize("T", [9, 10, 40])
+def test_inputs_longer_than_the_models_positions_name_the_argument(T):
+    tf = Transformer(TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1,
+                                       num_decoder_layers=1, max_len=8))
+    long, short = torch.full((1, T), 4), torch.tensor([[2, 4]])
+    for call, arg in ((lambda: tf(long, short), "src"), (lambda: tf(short, long), "tgt_in"), (lambda: tf.encode(long), "src"),
+                      (lambda: greedy_decode(tf, long, 3, 2, 3), "src"), (lambda: EncoderTagger(tf.cfg)(long), "src")):
+        with pytest.raises(ValueError, match=rf"^{arg} has {T} tokens, but this model has positions for at most 8 tokens "
+                                             rf"\(TransformerConfig\(max_len=8\)\); shorten {arg}"):
+            call()
+
+
+def test_the_default_length_of_make_decode_fn_stays_inside_the_models_positions():
+    from utils.text import PairBatch
+
+    tf = Transformer(TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1,
+                                       num_decoder_layers=1, max_len=12))
+    src = torch.full((1, 6), 4)  # 2 × 6 + 10 = 22 > 12: capped, not refused
+    mask = src != 0
+    out = make_decode_fn(tf, eos_id=99)(PairBatch(src, mask.sum(1), mask, src, mask.sum(1), mask))
+    assert len(out[0]) == 12
+
+
+# --------------------------------------------------------------------------- RNN attention: the other mask convention
+
+
+def rnn_mask_entry_points():
+    from utils.rnn import AdditiveScore, attend, masked_softmax
+
+    torch.manual_seed(0)
+    score = AdditiveScore(D, D)
+    return {"masked_softmax": lambda m: masked_softmax(torch.randn(*m.shape), m),
+            "attend": lambda m: attend(score, torch.randn(m.shape[0], D), torch.randn(m.shape[0], m.shape[1], D), m)}
+
+
+RNN_ENTRY = rnn_mask_entry_points()
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=st.lists(st.integers(1, 7), min_size=1, max_size=5), extra=st.integers(0, 2),
+       entry=st.sampled_from(sorted(RNN_ENTRY)))
+def test_rnn_attention_accepts_real_token_masks_and_refuses_ids_eq_pad(lengths, extra, entry):
+    T = max(lengths) + extra
+    ids = right_padded(lengths, T)
+    RNN_ENTRY[entry](ids != 0)  # True at real tokens: the course's convention
+    with pytest.raises(ValueError, match=rf"{CONVENTION}.*ids == pad.*src != pad.*~mask"):
+        RNN_ENTRY[entry](ids == 0)  # nn.MultiheadAttention's key_padding_mask: True at padding
+
+
+def test_rnn_attention_keeps_its_documented_all_false_row():
+    from utils.rnn import masked_softmax
+
+    mask = torch.tensor([[True, True, False], [False, False, False]])  # one empty row among real ones: zeros
+    assert torch.equal(masked_softmax(torch.randn(2, 3), mask)[1], torch.zeros(3))
+
+
+def test_masked_mean_accepts_windows_that_start_with_padding():
+    """No inverted-mask rule for masked_mean: CBOW's windows legitimately start (and end) with <pad>."""
+    from utils.embeddings import CBOW, context_windows
+    from utils.text import masked_mean
+
+    ctx, _ = context_windows([[4, 5], [6]], window=2)
+    x = torch.randn(*ctx.shape, D)
+    real = ctx != 0
+    assert not real[:, 0].any()  # every window here starts with padding, as the first words' do
+    out = masked_mean(x, real)
+    torch.testing.assert_close(out[0], x[0][real[0]].mean(0))
+    CBOW(20, D)(ctx)

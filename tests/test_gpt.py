@@ -122,8 +122,10 @@ def test_cached_generation_equals_recomputation_also_past_block_size(prompt_len,
 
 def test_wrong_inputs_say_what_was_expected():
     model = tiny()
-    with pytest.raises(ValueError, match=r"\(B, T\) token ids of dtype torch.long"):
+    with pytest.raises(TypeError, match=r"idx must hold integer token ids, got a tensor of dtype torch.float32"):
         model(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"idx must be a torch.Tensor \(B, T\) of token ids .*x\[None\]"):
+        model(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="exceed block_size 12"):
         model(torch.zeros(1, 13, dtype=torch.long))
     cache = model.new_cache()
@@ -178,8 +180,8 @@ def test_sampling_distribution_temperature_and_top_k():
     assert cold.max() > sampling_distribution(logits).max() > hot.max()
     p = sampling_distribution(logits, 1.0, top_k=2)
     assert torch.equal(p[0, 2:], torch.zeros(2)) and torch.isclose(p.sum(), torch.tensor(1.0))
-    with pytest.raises(ValueError, match="greedy"):
-        sampling_distribution(logits, 0)
+    greedy = sampling_distribution(logits, 0)  # temperature 0 = greedy, as in generate: all on the argmax
+    assert torch.equal(greedy, torch.tensor([[1.0, 0.0, 0.0, 0.0]]))
 
 
 def test_text_loss_scores_every_position_of_whole_windows():
@@ -215,7 +217,7 @@ def test_generate_rejects_negative_lengths_and_bad_temperatures():
     for bad in (float("nan"), float("inf"), -1.0):
         with pytest.raises(ValueError, match=r"temperature must be a finite number >= 0"):
             generate(model, idx, 2, temperature=bad)
-        with pytest.raises(ValueError, match=r"temperature must be a finite number > 0"):
+        with pytest.raises(ValueError, match=r"temperature must be a finite number >= 0"):
             sampling_distribution(torch.randn(11), bad)
     with pytest.raises(ValueError, match=r"temperature 1e-45 is too small.*overflow.*temperature=0"):
         generate(model, idx, 2, temperature=1e-45)

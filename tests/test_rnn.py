@@ -64,7 +64,7 @@ def test_encoder_ignores_padding_and_context_is_last_real_state(cell, bidirectio
 def test_encoder_rejects_bad_inputs():
     enc = Encoder(V, 6, 5)
     b = _batch()
-    with pytest.raises(ValueError, match=r"\(B, T\) long"):
+    with pytest.raises(TypeError, match=r"src must hold integer token ids, got a tensor of dtype torch.float32"):
         enc(b.src.float(), b.src_mask)
     with pytest.raises(ValueError, match=r"bool of shape \(6, \d+\)"):
         enc(b.src, b.src_mask.long())

@@ -50,8 +50,10 @@ def test_probabilities_follow_temperature():
     cold, hot = (ex.next_char_probabilities(model, tok, "to be", t) for t in (0.2, 5.0))
     torch.testing.assert_close(cold.sum(), torch.tensor(1.0))
     assert cold.max() > hot.max()  # lower temperature sharpens the distribution
-    with pytest.raises(ValueError, match="temperature"):
-        ex.next_char_probabilities(model, tok, "to be", 0)
+    greedy = ex.next_char_probabilities(model, tok, "to be", 0)  # temperature 0 = greedy, as in generate
+    assert greedy.max() == 1 and greedy.sum() == 1 and greedy.argmax() == cold.argmax()
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        ex.next_char_probabilities(model, tok, "to be", -0.5)
     with pytest.raises(ValueError, match="prompt"):
         ex.next_char_probabilities(model, tok, "", 1.0)
     with pytest.raises(ValueError, match="not in the vocabulary"):

@@ -85,13 +85,21 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
             f"padding mask. Give it the scores' number of dims: {how}; for a pattern shared by the batch, such as "
             f"causal_mask(T), add leading dims of size 1 (mask[None, None] for (B, H, Tq, Tk) scores)"
         )
-    inverted = _inverted_convention(mask, target_shape[-2], target_shape[-1])
+    refuse_inverted(mask, target_shape[-2], target_shape[-1], name)
+
+
+def refuse_inverted(mask: torch.Tensor, T_q: int, T_k: int, name: str = "mask",
+                    build: str = "causal_mask(T) and key_padding_mask(ids) (True at real tokens)") -> None:
+    """A ValueError, saying which convention is expected, if the bool ``mask`` (..., Tq, Tk) is
+    recognisably written as True = blocked (see :func:`_inverted_convention`); ``build`` says how
+    to build the right one. Costs one reduction (a GPU sync), so it belongs at entry points, not in
+    a per-step loop. Used by :func:`check_mask` and by :func:`utils.rnn.masked_softmax`."""
+    inverted = _inverted_convention(mask, T_q, T_k)
     if inverted:
         raise ValueError(
             f"{name} {inverted}. Masks here are True = may attend (F.scaled_dot_product_attention's convention); "
             f"this looks like a True = blocked mask (nn.MultiheadAttention's convention, e.g. ~causal_mask(T) or "
-            f"ids == pad). Build it with causal_mask(T) and key_padding_mask(ids) (True at real tokens), or invert "
-            f"it: ~{name}"
+            f"ids == pad). Build it with {build}, or invert it: ~{name}"
         )
 
 
@@ -249,7 +257,9 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        if num_heads < 1 or d_model % num_heads != 0:
+        d_model, num_heads = checks.sizes(d_model=d_model, num_heads=num_heads)
+        checks.probability(dropout)
+        if d_model % num_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): each head gets d_model // num_heads dimensions")
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
         self.dropout = dropout
@@ -352,6 +362,7 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, d_q: int, d_k: int, d_hidden: int):
         super().__init__()
+        d_q, d_k, d_hidden = checks.sizes(d_q=d_q, d_k=d_k, d_hidden=d_hidden)
         self.W_q = nn.Linear(d_q, d_hidden, bias=False)
         self.W_k = nn.Linear(d_k, d_hidden, bias=False)
         self.w = nn.Linear(d_hidden, 1, bias=False)

@@ -7,8 +7,13 @@ or ``'float' object cannot be interpreted as an integer`` from deep inside a loo
 
 - :func:`tensor`: a ``torch.Tensor`` (not None, a list, a NumPy array or a str), optionally with a
   number of dims and a kind of dtype (``"ids"``, ``"float"``, ``"bool"``);
+- :func:`ids`: token ids, a tensor of **any integer dtype** (int64, int32 as NumPy gives on some
+  systems, int16, uint8, ...), returned as ``torch.long`` for the embedding and the loss: one rule at
+  every entry point that takes ids (float, bool and complex are refused);
 - :func:`integer`: a whole number (not a float such as ``1.5 * S``, a bool or None), optionally >= a
-  minimum;
+  minimum; :func:`sizes` applies it to a constructor's sizes (each >= 1);
+- :func:`index`: an id inside a vocabulary (``pad_id``);
+- :func:`probability`: a dropout rate in [0, 1);
 - :func:`same_device`: a tensor on the device of a model's weights;
 - :func:`optimizer_for`: an optimizer (not an ``(optimizer, scheduler)`` pair) that holds the
   model's parameters (not those of an earlier model).
@@ -24,7 +29,7 @@ import numbers
 import torch
 from torch import nn
 
-__all__ = ["tensor", "integer", "same_device", "optimizer_for"]
+__all__ = ["tensor", "ids", "integer", "sizes", "index", "probability", "same_device", "optimizer_for"]
 
 _KINDS = {
     "ids": ("integer token ids", lambda t: not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)),
@@ -72,6 +77,14 @@ def tensor(x: object, name: str, shape: str = "", *, dims: int | tuple[int, ...]
     return x
 
 
+def ids(x: object, name: str, shape: str = "(B, T)", *, dims: int | tuple[int, ...] | None = 2) -> torch.Tensor:
+    """Token ids ``x`` as a ``torch.long`` tensor: any integer dtype is accepted (the same rule at every
+    entry point; ``.long()`` returns a long tensor itself, no copy), anything else is refused by
+    :func:`tensor` with a message naming ``name``. The vocabulary's range is checked by
+    :func:`utils.text.check_ids`."""
+    return tensor(x, name, shape + " of token ids", dims=dims, kind="ids").long()
+
+
 def integer(x: object, name: str, *, minimum: int | None = None, what: str = "") -> int:
     """``x`` as an int if it is a whole number (an int, a NumPy integer or a one-element integer tensor)
     and, with ``minimum``, at least that; a float (``1.5 * S``), a bool, None or a str is a TypeError,
@@ -89,6 +102,31 @@ def integer(x: object, name: str, *, minimum: int | None = None, what: str = "")
     if minimum is not None and x < minimum:
         raise ValueError(f"{name} must be >= {minimum}{about}, got {x}")
     return x
+
+
+def sizes(**named: object) -> tuple[int, ...]:
+    """Each keyword's value as an int >= 1 (a size: a width, a count of layers or heads, a vocabulary
+    size), else the error of :func:`integer` naming that keyword, e.g. ``dec_hidden must be >= 1, got 0``; returns the values in order."""
+    return tuple(integer(v, k, minimum=1) for k, v in named.items())
+
+
+def index(x: object, name: str, size: int, *, of: str = "the vocabulary") -> int:
+    """``x`` as an int in ``0 .. size - 1`` (an id inside ``of``), else a ValueError naming ``name``:
+    a negative ``pad_id`` would count from the end in ``nn.Embedding`` but match no id in a mask."""
+    x = integer(x, name)
+    if not 0 <= x < size:
+        raise ValueError(f"{name}={x} is outside {of} of size {size} (valid ids: 0..{size - 1}); the course's "
+                         f"<pad> is id 0, so leave {name} at its default or give an id of the vocabulary")
+    return x
+
+
+def probability(x: object, name: str = "dropout") -> float:
+    """``x`` as a float in [0, 1) (a dropout rate), else a TypeError (not a number) or a ValueError."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number in [0, 1) (a probability), got {type(x).__name__} {x!r}"[:160])
+    if not 0 <= x < 1:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {x!r}; 0.1 is usual, 0 turns it off")
+    return float(x)
 
 
 def _device_of(model: nn.Module) -> torch.device | None:

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from utils import checks
 from utils.text import Vocab, check_ids, masked_mean
 
 __all__ = ["CBOW", "context_windows", "cosine_matrix", "nearest_neighbours", "plot_neighbours", "plot_embeddings_2d"]
@@ -22,14 +23,15 @@ class CBOW(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int, pad_id: int = 0):
         super().__init__()
+        vocab_size, dim = checks.sizes(vocab_size=vocab_size, dim=dim)
+        pad_id = checks.index(pad_id, "pad_id", vocab_size)
         self.embed = nn.Embedding(vocab_size, dim, padding_idx=pad_id)
         self.out = nn.Linear(dim, vocab_size)
         self.pad_id = pad_id
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         """``context`` (B, C) ids, ``<pad>`` where a window runs off the sentence -> logits (B, V)."""
-        if context.dim() != 2 or context.dtype != torch.long:
-            raise ValueError(f"context must be (B, C) long ids, got {context.dtype} {tuple(context.shape)}")
+        context = checks.ids(context, "context", "(B, C)")  # any integer dtype, as torch.long
         check_ids(context, self.embed.num_embeddings, "context")
         e = self.embed(context)                       # (B, C, D)
         h = masked_mean(e, context != self.pad_id)     # (B, D): pads do not count

@@ -76,7 +76,7 @@ def translate_sentence(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, s
         raise ValueError("the sentence has no words to translate")
     device = next(model.parameters()).device
     src = torch.tensor([src_vocab.encode(words, add_bos=True, add_eos=True)], device=device)  # (1, S)
-    n = max_len or 2 * src.shape[1] + 10
+    n = max_len or min(2 * src.shape[1] + 10, model.cfg.max_len - 1)  # <bos> + n tokens fit attention_maps
     if method == "greedy":
         ids = greedy_decode(model, src, n, tgt_vocab.bos_id, tgt_vocab.eos_id)[0]
     else:

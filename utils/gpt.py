@@ -27,6 +27,7 @@ Masks follow :mod:`utils.attention`: boolean, True = may attend.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -122,9 +123,11 @@ class GPTConfig:
     feed_forward: bool = True  # False: no MLP (and no second norm) in the block
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        checks.sizes(**{name: getattr(self, name) for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model")})
+        checks.probability(self.dropout, "dropout")
+        for name in ("n_kv_head", "mlp_hidden"):
+            if getattr(self, name) is not None:
+                checks.integer(getattr(self, name), name)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         for name, allowed in (("norm", ("layer", "rms", "none")), ("mlp", ("gelu", "swiglu")),
@@ -260,13 +263,10 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, offset: int = 0,
                 cache: list[dict] | None = None, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """idx (B, T) token ids at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
+        """idx (B, T) token ids (any integer dtype) at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
         with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
-        checks.tensor(idx, "idx", "(B, T) of token ids")
+        idx = checks.ids(idx, "idx")  # any integer dtype, as torch.long
         checks.same_device(self, idx=idx, targets=targets)
-        if idx.dim() != 2 or idx.dtype != torch.long:
-            raise ValueError(f"idx must be (B, T) token ids of dtype torch.long, got shape {tuple(idx.shape)} "
-                             f"and dtype {idx.dtype}")
         check_ids(idx, self.cfg.vocab_size, "idx")
         T = idx.shape[1]
         if offset + T > self.cfg.block_size and self.cfg.pos == "learned":
@@ -293,7 +293,7 @@ class GPT(nn.Module):
         logits = self.head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
-        checks.tensor(targets, "targets", "(B, T) of token ids", kind="ids")
+        targets = checks.ids(targets, "targets", dims=None)
         if targets.shape != idx.shape:
             raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
         check_ids(targets, self.cfg.vocab_size, "targets")
@@ -333,14 +333,27 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
     return cfg.vocab_size * d + pos + cfg.n_layer * (2 * norm + attn + mlp) + norm
 
 
+def _check_temperature(temperature: object) -> float:
+    """The one rule for ``temperature`` (:func:`sampling_distribution` and :func:`generate`): a finite
+    number >= 0, where 0 means greedy decoding (the most probable token)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a number >= 0 (0 = greedy), got {type(temperature).__name__}")
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy: take the most probable token), "
+                         f"got {temperature}")
+    return float(temperature)
+
+
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
     """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim.
 
-    ``temperature`` must be a finite number > 0, and not so small that ``logits / temperature``
-    overflows (use 0 in :func:`generate` for greedy decoding)."""
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a finite number > 0 to sample (0 means greedy: take the argmax), "
-                         f"got {temperature}")
+    ``temperature`` is a finite number >= 0. ``temperature=0`` is greedy decoding, the limit of the
+    softmax as the temperature goes to 0: all the probability on the most probable token (the first
+    one on a tie), the token :func:`generate` takes at temperature 0. A positive temperature must
+    not be so small that ``logits / temperature`` overflows."""
+    temperature = _check_temperature(temperature)
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
     scaled = logits / temperature
     if bool((scaled.isinf() & logits.isfinite()).any()):
         raise ValueError(f"temperature {temperature} is too small: logits / temperature overflow to infinity; use "
@@ -365,25 +378,23 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
              top_k: int | None = None, use_cache: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
     """Continue each row of ``idx`` (B, T0) by ``max_new_tokens`` sampled tokens; returns (B, T0 + new).
 
-    ``temperature=0`` takes the most probable token (greedy). With ``use_cache`` each step after the
+    ``idx`` may have any integer dtype (the result is torch.long). ``temperature=0`` takes the most
+    probable token (greedy), as :func:`sampling_distribution` does at 0. With ``use_cache`` each step after the
     first feeds only the newest token, at its position, and reuses the cached keys and values; once
     the text is longer than ``block_size`` the window slides and the cache is rebuilt from it, so the
     result is identical to recomputing everything at every step (``use_cache=False``).
     ``max_new_tokens=0`` returns ``idx`` as it is."""
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a utils.gpt.GPT, got {type(model).__name__}")
-    checks.tensor(idx, "idx", "(B, T) of token ids")
+    idx = checks.ids(idx, "idx")
     checks.same_device(model, idx=idx)
     max_new_tokens = checks.integer(max_new_tokens, "max_new_tokens", what="tokens to add")
     if top_k is not None:
         top_k = checks.integer(top_k, "top_k", minimum=1)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number >= 0 (0 = greedy), got {type(temperature).__name__}")
-    if idx.dim() != 2 or idx.dtype != torch.long or idx.shape[1] == 0:
-        raise ValueError(f"idx must be a non-empty (B, T) tensor of token ids (torch.long), got shape "
-                         f"{tuple(idx.shape)} and dtype {idx.dtype}")
-    if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
+    temperature = _check_temperature(temperature)
+    if idx.shape[1] == 0:
+        raise ValueError(f"idx must hold at least one token per row (the prompt), got shape {tuple(idx.shape)}; "
+                         f"generation continues a prompt, so give it at least one token, e.g. torch.zeros(B, 1, dtype=torch.long)")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     was_training = model.training

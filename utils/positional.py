@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from utils import checks
+
 __all__ = ["sinusoidal_encoding", "offset_matrix", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
 
 
@@ -77,6 +79,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
         super().__init__()
+        d_model, max_len = checks.sizes(d_model=d_model, max_len=max_len)
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base=base), persistent=False)
         self.dropout = nn.Dropout(dropout)
@@ -95,6 +98,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, init_std: float = 0.02):
         super().__init__()
+        d_model, max_len = checks.sizes(d_model=d_model, max_len=max_len)
         self.d_model, self.max_len = d_model, max_len
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=init_std)

@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from . import checks
+from .attention import refuse_inverted
 from .text import PairBatch, check_ids
 from .training import to_device
 
@@ -36,12 +37,11 @@ __all__ = [
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 
 
-def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.Tensor:
-    """Validate a right-padded (B, T) id batch and its bool mask; return lengths (B,)."""
-    checks.tensor(ids, name, "(B, T) of token ids")
+def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate a right-padded (B, T) id batch (any integer dtype) and its bool mask; return the ids
+    as torch.long and the lengths (B,)."""
+    ids = checks.ids(ids, name, "(B, T)")
     checks.tensor(mask, f"{name}_mask", "(B, T) of bools, True = real token")
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"{name} must be (B, T) long token ids, got {ids.dtype} of shape {tuple(ids.shape)}")
     if mask.shape != ids.shape or mask.dtype != torch.bool:
         raise ValueError(f"{name}_mask must be bool of shape {tuple(ids.shape)} (True = real token), "
                          f"got {mask.dtype} of shape {tuple(mask.shape)}")
@@ -51,7 +51,7 @@ def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.T
     right_padded = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]
     if not torch.equal(right_padded, mask):
         raise ValueError(f"{name}_mask must be True on a prefix of each row (right padding, True = real token)")
-    return lengths
+    return ids, lengths
 
 
 # --------------------------------------------------------------------------- #
@@ -77,6 +77,9 @@ class Encoder(nn.Module):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        vocab_size, emb_dim, hidden_dim = checks.sizes(vocab_size=vocab_size, emb_dim=emb_dim, hidden_dim=hidden_dim)
+        pad_id = checks.index(pad_id, "pad_id", vocab_size)
+        checks.probability(dropout)
         self.cell, self.bidirectional = cell, bidirectional
         self.out_dim = hidden_dim * (2 if bidirectional else 1)
         self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
@@ -85,7 +88,8 @@ class Encoder(nn.Module):
         self.rnn = rnn(emb_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
-        lengths = _check_ids_mask(src, src_mask, "src")
+        """src (B, S) right-padded ids (any integer dtype), src_mask (B, S) bool, True at real tokens."""
+        src, lengths = _check_ids_mask(src, src_mask, "src")
         check_ids(src, self.embed.num_embeddings, "src")
         x = self.dropout(self.embed(src))                                         # (B, S, D_emb)
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -110,7 +114,7 @@ class Score(nn.Module):
 
     def __init__(self, query_dim: int, key_dim: int):
         super().__init__()
-        self.query_dim, self.key_dim = query_dim, key_dim
+        self.query_dim, self.key_dim = checks.sizes(query_dim=query_dim, key_dim=key_dim)
 
     def _check(self, query: torch.Tensor, keys: torch.Tensor) -> None:
         if query.dim() != 2 or keys.dim() != 3 or query.shape[0] != keys.shape[0] \
@@ -166,7 +170,7 @@ class AdditiveScore(Score):
 
     def __init__(self, query_dim: int, key_dim: int, attn_dim: int | None = None):
         super().__init__(query_dim, key_dim)
-        attn_dim = attn_dim or query_dim
+        attn_dim = query_dim if attn_dim is None else checks.sizes(attn_dim=attn_dim)[0]
         self.U = nn.Linear(query_dim, attn_dim, bias=False)
         self.W = nn.Linear(key_dim, attn_dim)
         self.v = nn.Linear(attn_dim, 1, bias=False)
@@ -189,22 +193,35 @@ def make_score(name: str, query_dim: int, key_dim: int) -> Score:
     return SCORES[name](query_dim, key_dim)
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, *, check_convention: bool = True) -> torch.Tensor:
     """Softmax over the last dim counting only positions where ``mask`` is True;
     the weights at masked positions are exactly 0, and a row with no True position
-    gets all-zero weights (not NaN), as in :mod:`utils.attention`."""
+    gets all-zero weights (not NaN), as in :mod:`utils.attention`.
+
+    ``mask`` is True = may attend (real source token). Sources are right-padded, so every sentence
+    starts with a real token: a mask that is False at the first position of every row, such as
+    ``ids == pad`` (nn.MultiheadAttention's True = padding) or one False everywhere, is refused by
+    :func:`utils.attention.refuse_inverted` (one reduction; the :class:`Decoder`, whose mask the
+    encoder already checked, passes ``check_convention=False`` at every step)."""
+    checks.tensor(scores, "scores", "(..., S)", kind="float")
+    checks.tensor(mask, "mask", "(..., S) of bools, True = may attend")
     if mask.shape != scores.shape or mask.dtype != torch.bool:
         raise ValueError(f"mask must be bool of shape {tuple(scores.shape)} (True = may attend), "
                          f"got {mask.dtype} of shape {tuple(mask.shape)}")
+    if check_convention and mask.dim() >= 1:
+        refuse_inverted(mask[..., None, :], 1, mask.shape[-1], "mask",
+                        build="src != pad (pad_sequences' mask, True at real tokens)")
     empty = ~mask.any(-1, keepdim=True)                                          # rows with nothing to attend to
     weights = scores.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0).softmax(-1)
     return weights.masked_fill(~mask, 0.0)
 
 
 def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-           prepared: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Bahdanau et al. (2015), eqs. 5-6: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk)."""
-    weights = masked_softmax(score(query, keys, prepared), mask)                 # (B, S)
+           prepared: torch.Tensor | None = None, *, check_convention: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bahdanau et al. (2015), eqs. 5-6: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk).
+    ``mask`` (B, S) is True at real source tokens; an inverted one (``ids == pad``) is refused, see
+    :func:`masked_softmax`."""
+    weights = masked_softmax(score(query, keys, prepared), mask, check_convention=check_convention)  # (B, S)
     context = torch.einsum("bs,bsd->bd", weights, keys)                          # (B, Dk)
     return context, weights
 
@@ -226,6 +243,10 @@ class Decoder(nn.Module):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        vocab_size, emb_dim, hidden_dim, enc_dim = checks.sizes(vocab_size=vocab_size, emb_dim=emb_dim,
+                                                                hidden_dim=hidden_dim, enc_dim=enc_dim)
+        pad_id = checks.index(pad_id, "pad_id", vocab_size)
+        checks.probability(dropout)
         self.cell, self.hidden_dim, self.enc_dim, self.score = cell, hidden_dim, enc_dim, score
         self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
         self.dropout = nn.Dropout(dropout)
@@ -256,6 +277,7 @@ class Decoder(nn.Module):
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOutput, state=None):
         """Teacher forcing: y_{t-1} is the reference's previous token.
         Returns logits (B, T, V), the final state and weights (B, T, S) (or None)."""
+        tgt_in = checks.ids(tgt_in, "tgt_in", dims=None)
         if tgt_in.dim() != 2 or tgt_in.shape[0] != enc.states.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with B={enc.states.shape[0]} like the source, got {tuple(tgt_in.shape)}")
         state = self.start(enc) if state is None else state
@@ -267,7 +289,8 @@ class Decoder(nn.Module):
         prepared = self.score.prepare(enc.states)
         outs, cs, weights = [], [], []
         for t in range(tgt_in.shape[1]):  # c_t needs s_{t-1}: one step at a time
-            c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)  # (B, D_enc), (B, S)
+            c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared,
+                          check_convention=False)  # (B, D_enc), (B, S): the encoder checked enc.mask
             state = self.rnn(torch.cat([emb[:, t], c], -1), state)               # (B, D)
             outs.append(self._top(state)), cs.append(c), weights.append(a)
         s, c = torch.stack(outs, 1), torch.stack(cs, 1)                           # (B, T, D), (B, T, D_enc)
@@ -284,7 +307,7 @@ class Decoder(nn.Module):
 
     def _attn_step(self, y_prev, state, enc, prepared):
         emb = self.embed(y_prev)                                                 # (B, D_emb)
-        c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared)
+        c, a = attend(self.score, self._top(state), enc.states, enc.mask, prepared, check_convention=False)
         state = self.rnn(torch.cat([emb, c], -1), state)
         return self.out(torch.cat([self._top(state), c, emb], -1)), state, a
 
@@ -302,6 +325,11 @@ class Seq2Seq(nn.Module):
                  dec_hidden: int = 256, cell: str = "gru", bidirectional: bool = False,
                  attention: str | None = None, dropout: float = 0.0):
         super().__init__()
+        # named as passed here (not as Encoder and Decoder call them); plain ints for the saved config
+        src_vocab_size, tgt_vocab_size, emb_dim, enc_hidden, dec_hidden = checks.sizes(
+            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, emb_dim=emb_dim, enc_hidden=enc_hidden,
+            dec_hidden=dec_hidden)
+        checks.probability(dropout)
         self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, emb_dim=emb_dim,
                            enc_hidden=enc_hidden, dec_hidden=dec_hidden, cell=cell, bidirectional=bidirectional,
                            attention=attention, dropout=dropout)
@@ -316,7 +344,7 @@ class Seq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
         """Teacher-forced logits (B, T, V) and attention weights (B, T, S) or None."""
         checks.tensor(src, "src", "(B, S) of token ids")
-        checks.tensor(tgt_in, "tgt_in", "(B, T) of token ids")
+        tgt_in = checks.ids(tgt_in, "tgt_in", dims=None)
         checks.same_device(self, src=src, src_mask=src_mask, tgt_in=tgt_in)
         if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in must be (B, T) with the source's B={src.shape[0]}, got {tuple(tgt_in.shape)} "
@@ -328,9 +356,10 @@ class Seq2Seq(nn.Module):
 
 def seq2seq_loss(model: Seq2Seq, batch: PairBatch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing: feed <bos> y_1 .. y_{n-1}, predict y_1 .. y_n <eos>; pads are ignored."""
-    logits, _ = model(batch.src, batch.src_mask, batch.tgt[:, :-1])              # (B, T-1, V)
-    check_ids(batch.tgt[:, -1], logits.shape[-1], "batch.tgt (the targets)")    # the others were checked as inputs
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
+    tgt = checks.ids(batch.tgt, "batch.tgt")                                    # any integer dtype -> long
+    logits, _ = model(batch.src, batch.src_mask, tgt[:, :-1])                    # (B, T-1, V)
+    check_ids(tgt[:, -1], logits.shape[-1], "batch.tgt (the targets)")          # the others were checked as inputs
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
                            ignore_index=PAD_ID, label_smoothing=label_smoothing)
 
 

@@ -149,9 +149,11 @@ class GroupedQueryAttention(nn.Module):
                  bias: bool = True):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        if num_heads < 1 or d_model % num_heads:
+        d_model, num_heads, num_kv_heads = checks.sizes(d_model=d_model, num_heads=num_heads, num_kv_heads=num_kv_heads)
+        checks.probability(dropout)
+        if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
-        if num_kv_heads < 1 or num_heads % num_kv_heads:
+        if num_heads % num_kv_heads:
             raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads}): each "
                              f"key/value head serves num_heads // num_kv_heads query heads")
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads

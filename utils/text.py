@@ -22,6 +22,8 @@ from typing import Iterable, NamedTuple, Sequence
 import torch
 from torch.utils.data import Dataset
 
+from utils import checks
+
 __all__ = [
     "PAD", "UNK", "BOS", "EOS", "SPECIALS",
     "tokenize", "detokenize", "Vocab", "check_ids", "int_ids",
@@ -207,16 +209,24 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """(B, T) bool, True where ``ids`` is a real token (not ``pad_id``)."""
-    if ids.dtype not in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
-        raise TypeError(f"padding_mask() expects integer token ids, got dtype {ids.dtype}")
-    return ids != pad_id
+    """(B, T) bool, True where ``ids`` (any integer dtype) is a real token (not ``pad_id``)."""
+    checks.tensor(ids, "ids", "(B, T) of token ids", kind="ids")
+    return ids != checks.integer(pad_id, "pad_id")
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``x`` (B, T, D) over the real positions of each row: ``mask`` (B, T)
     bool, True at real tokens. Pads never contribute, whatever values they hold.
-    A row with no real token gives zeros."""
+    A row with no real token gives zeros.
+
+    An inverted mask (``ids == pad``, True at padding) cannot be recognised here, unlike in
+    :func:`utils.attention.check_mask` and :func:`utils.rnn.masked_softmax`, whose rows are
+    right-padded sentences that start with a real token: CBOW's context windows legitimately start
+    with padding (the first words of a sentence), end with it, or are all padding (a one-word
+    sentence), so no pattern of True and False is impossible, and the ids are not passed. Build the
+    mask as ``ids != pad`` (or take :func:`pad_sequences`' mask), as :class:`utils.embeddings.CBOW` does."""
+    checks.tensor(x, "x", "(B, T, D)")
+    checks.tensor(mask, "mask", "(B, T) of bools, True = real token")
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be bool (True = real token), got {mask.dtype}")
     if x.dim() != 3 or mask.shape != x.shape[:2]:
@@ -399,11 +409,35 @@ def learn_bpe(word_counts: dict[str, int] | Counter, num_merges: int) -> list[tu
     return merges
 
 
+def _merge_pairs(merges: object, where: str) -> list[tuple[str, str]]:
+    """``merges`` as a list of (a, b) pairs of str, as :func:`learn_bpe` returns (pairs written as
+    2-element lists, as JSON gives them back, are accepted); else a TypeError naming ``merges``, the
+    expected form and the first bad entry. A merge written as one string (``"e s"`` or ``"es"``) is
+    refused: a string is not a pair, and ``"es"`` would silently be read as ``("e", "s")``."""
+    form = "a list of (a, b) pairs of symbols, as learn_bpe returns, e.g. [('e', 's'), ('es', 't')]"
+    if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
+        raise TypeError(f"{where}: merges must be {form}; got {type(merges).__name__} {merges!r}"[:300])
+    out = []
+    for i, m in enumerate(merges):
+        if isinstance(m, (tuple, list)) and len(m) == 2 and all(isinstance(x, str) and x for x in m):
+            out.append(tuple(m))
+            continue
+        hint = ""
+        if isinstance(m, str):
+            parts = m.split()
+            hint = (f"; a merge is a pair, not one string: write {tuple(parts)!r}"
+                    + (" (tuple(m.split()) for merges read as 'a b' lines)" if len(parts) == 2 else ""))
+        raise TypeError(f"{where}: merges must be {form}; got {type(m).__name__} {m!r} at index {i}{hint}"[:400])
+    return out
+
+
 def bpe_apply_in_order(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
     """The definition, slow: split ``word`` into characters + ``"</w>"``, then apply every merge in
     the order it was learned, each everywhere, left to right. ``bpe_segment`` gives the same result fast."""
+    if not isinstance(word, str) or not word:
+        raise ValueError(f"bpe_apply_in_order() expects a non-empty str, got {word!r}")
     symbols = tuple(word) + (END_OF_WORD,)
-    for a, b in merges:
+    for a, b in _merge_pairs(merges, "bpe_apply_in_order()"):
         symbols = _merge_pair(symbols, a, b)
     return list(symbols)
 
@@ -420,7 +454,12 @@ def bpe_segment(word: str, merges: Sequence[tuple[str, str]], ranks: dict[tuple[
     if not isinstance(word, str) or not word:
         raise ValueError(f"bpe_segment() expects a non-empty str, got {word!r}")
     if ranks is None:
-        ranks = {pair: r for r, pair in enumerate(merges)}
+        ranks = {pair: r for r, pair in enumerate(_merge_pairs(merges, "bpe_segment()"))}
+    elif not isinstance(ranks, dict):
+        raise TypeError(f"bpe_segment(): ranks must be a dict {{(a, b): index}}, e.g. {{p: r for r, p in "
+                        f"enumerate(merges)}}, or None; got {type(ranks).__name__}")
+    elif ranks:  # the first key only: a ranks dict is reused across every word of a text
+        _merge_pairs([next(iter(ranks))], "bpe_segment() (the keys of ranks)")
     symbols = tuple(word) + (END_OF_WORD,)
     while len(symbols) > 1:
         present = [(ranks[p], p) for p in zip(symbols, symbols[1:]) if p in ranks]

@@ -75,16 +75,13 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "max_len"):
-            checks.integer(getattr(self, name), name, minimum=1)
+        checks.sizes(**{name: getattr(self, name) for name in ("src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff",
+                                                              "max_len")})
         for name in ("num_encoder_layers", "num_decoder_layers"):
             checks.integer(getattr(self, name), name, minimum=0)
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout!r}")
-        checks.integer(self.pad_id, "pad_id")
-        if not 0 <= self.pad_id < min(self.src_vocab, self.tgt_vocab):
-            raise ValueError(f"pad_id {self.pad_id} is outside the vocabularies (src_vocab={self.src_vocab}, "
-                             f"tgt_vocab={self.tgt_vocab}); the course's <pad> is id 0")
+        checks.probability(self.dropout, "dropout")
+        checks.index(self.pad_id, "pad_id", min(self.src_vocab, self.tgt_vocab),
+                     of=f"the vocabularies (src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab})")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.share_embeddings and self.src_vocab != self.tgt_vocab:
@@ -232,6 +229,16 @@ def _reset_parameters(model: nn.Module, d_model: int) -> None:
         nn.init.normal_(m.weight, std=d_model ** -0.5)
 
 
+def _check_positions(cfg: TransformerConfig, name: str, T: int, offset: int = 0) -> None:
+    """A ValueError naming ``name`` (the learner's argument) unless positions offset .. offset+T-1 fit the
+    model's positional table of ``cfg.max_len`` (instead of the table's own message, which names its size)."""
+    if offset + T > cfg.max_len:
+        where = f"{T} tokens" if offset == 0 else f"positions {offset}..{offset + T - 1}"
+        raise ValueError(f"{name} has {where}, but this model has positions for at most {cfg.max_len} tokens "
+                         f"(TransformerConfig(max_len={cfg.max_len})); shorten {name} (e.g. {name}[:, :{cfg.max_len}]) "
+                         f"or build the model with a larger max_len")
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer: ids in, next-token logits out."""
 
@@ -259,13 +266,12 @@ class Transformer(nn.Module):
         return key_padding_mask(src, self.cfg.pad_id)
 
     def embed(self, emb: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """(B, T) ids -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout."""
+        """(B, T) ids (any integer dtype) -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout."""
         name = "src" if emb is not self.tgt_embed else "tgt"
-        checks.tensor(ids, name, "(B, T) of token ids")
+        ids = checks.ids(ids, name)
         checks.same_device(self, **{name: ids})
-        if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
-            raise ValueError(f"expected (B, T) integer token ids, got {tuple(ids.shape)} {ids.dtype}")
         check_ids(ids, emb.num_embeddings, "source ids" if emb is not self.tgt_embed else "target ids")
+        _check_positions(self.cfg, name, ids.shape[1], offset)
         return self.dropout(self.pos(emb(ids) * math.sqrt(self.cfg.d_model), offset=offset))
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -291,8 +297,8 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """src (B, S), tgt_in (B, T) (target shifted right, starting with <bos>) -> logits (B, T, V)."""
-        checks.tensor(src, "src", "(B, S) of token ids")
-        checks.tensor(tgt_in, "tgt_in", "(B, T) of token ids")
+        src, tgt_in = checks.ids(src, "src", "(B, S)"), checks.ids(tgt_in, "tgt_in")
+        _check_positions(self.cfg, "tgt_in", tgt_in.shape[1])  # named as passed here (embed calls it tgt)
         src_mask = self.src_mask(src)
         return self.decode(tgt_in, self.encode(src, src_mask), src_mask)
 
@@ -328,11 +334,10 @@ class EncoderTagger(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src (B, S) ids -> logits (B, S, tgt_vocab). ``src_mask`` defaults to the padding of ``src``
         (``cfg.pad_id``); the logits at padded positions are computed but mean nothing."""
-        checks.tensor(src, "src", "(B, S) of token ids")
-        if src.dim() != 2 or src.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
-            raise ValueError(f"expected (B, S) integer token ids, got {tuple(src.shape)} {src.dtype}")
+        src = checks.ids(src, "src", "(B, S)")  # any integer dtype, as torch.long
         checks.same_device(self, src=src)
         check_ids(src, self.cfg.src_vocab, "source ids")
+        _check_positions(self.cfg, "src", src.shape[1])
         if src_mask is None:
             src_mask = key_padding_mask(src, self.cfg.pad_id)
         else:
@@ -362,7 +367,7 @@ def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_
     """Clear errors for the arguments of :func:`greedy_decode` and :func:`beam_search`."""
     _check_model(model)
     checks.tensor(src, "src", "(B, S) of token ids", kind="ids")
-    checks.integer(max_len, "max_len", minimum=1, what="the most tokens to generate")
+    _check_max_len(model, max_len)
     checks.integer(bos_id, "bos_id"), checks.integer(eos_id, "eos_id")
     check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")  # (an eos_id outside the vocabulary is allowed: it never ends a sentence)
     checks.same_device(model, src=src)
@@ -372,6 +377,18 @@ def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_
     if empty:
         raise ValueError(f"every sentence in src needs at least one real token; row(s) {empty[:10]} hold only "
                          f"<pad> (id {model.cfg.pad_id}): there is nothing to translate, so leave them out")
+
+
+def _check_max_len(model: Transformer, max_len: object) -> int:
+    """``max_len`` (the most tokens to generate) as an int in 1 .. the model's positions (``cfg.max_len``):
+    output token t sits at position t, so a longer ``max_len`` is refused here, naming it, and not by
+    the positional table midway (which only happens when a sentence runs that long)."""
+    max_len = checks.integer(max_len, "max_len", minimum=1, what="the most tokens to generate")
+    if max_len > model.cfg.max_len:
+        raise ValueError(f"max_len={max_len} (the most tokens to generate) is more than this model can place: it has "
+                         f"positions for {model.cfg.max_len} tokens (TransformerConfig(max_len={model.cfg.max_len})); "
+                         f"pass max_len <= {model.cfg.max_len}")
+    return max_len
 
 
 @torch.no_grad()
@@ -510,27 +527,29 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
 def translation_loss(model: Transformer, batch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing on a :class:`~utils.text.PairBatch`: feed ``<bos> y1 .. y(n-1)``, predict
     ``y1 .. yn <eos>`` at every position at once; ``<pad>`` targets are ignored."""
-    logits = model(batch.src, batch.tgt[:, :-1])  # (B, T-1, V); checks every target id but the last
-    check_ids(batch.tgt[:, -1], model.cfg.tgt_vocab, "batch.tgt (the targets)")
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt[:, 1:].reshape(-1),
+    tgt = checks.ids(batch.tgt, "batch.tgt")      # any integer dtype, as torch.long (cross_entropy needs it)
+    logits = model(batch.src, tgt[:, :-1])        # (B, T-1, V); checks every target id but the last
+    check_ids(tgt[:, -1], model.cfg.tgt_vocab, "batch.tgt (the targets)")
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
                            ignore_index=model.cfg.pad_id, label_smoothing=label_smoothing)
 
 
 def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 4, length_penalty: float = 0.6,
                    max_len: int | None = None, bos_id: int = 2, eos_id: int = 3):
     """A ``decode_fn(batch) -> list of id lists`` for :mod:`utils.translation`. Outputs are
-    at most ``max_len`` tokens (default: 2 × the batch's source length + 10)."""
+    at most ``max_len`` tokens (default: 2 × the batch's source length + 10, capped at the model's
+    ``cfg.max_len`` positions; a larger ``max_len`` passed here is refused)."""
     _check_model(model)
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
     if method == "beam":   # greedy ignores it (a recipe passes 0 for "no beam search")
         checks.integer(beam_size, "beam_size", minimum=1)
     if max_len is not None:
-        checks.integer(max_len, "max_len", minimum=1)
+        _check_max_len(model, max_len)
 
     def decode(batch) -> list[list[int]]:
         src = batch.src.to(next(model.parameters()).device)  # (B, S)
-        n = max_len if max_len is not None else 2 * batch.src.shape[1] + 10
+        n = max_len if max_len is not None else min(2 * batch.src.shape[1] + 10, model.cfg.max_len)
         if method == "greedy":
             return greedy_decode(model, src, n, bos_id, eos_id)
         return beam_search(model, src, beam_size, n, bos_id, eos_id, length_penalty)
