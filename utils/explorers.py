@@ -39,6 +39,7 @@ def explorer(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool
     from ipywidgets import interactive
 
     def draw(**values):
+        drawn.append(True)
         fig = figure_fn(**values)
         if not isinstance(fig, plt.Figure):
             plt.close("all")
@@ -53,16 +54,36 @@ def explorer(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool
         plt.close(fig)
         return fig  # kept as the interactive's .result (closed: drawn, never shown again)
 
-    draw.__signature__ = inspect.signature(figure_fn)  # controls start at figure_fn's defaults, as with interact
+    # controls start at figure_fn's defaults, as with interact; without the annotations, which
+    # ipywidgets 7 would take for controls (a text box holding "int")
+    sig = inspect.signature(figure_fn)
+    draw.__signature__ = sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                                 for p in sig.parameters.values()],
+                                     return_annotation=inspect.Signature.empty)
     shown: dict = {}  # the bundle of the figure on screen now
+    drawn: list = []
     w = interactive(draw, **controls)
     w.last_figure = shown
+    if not drawn:  # ipywidgets 7 (Colab's) draws when the widget is first displayed, 8 when it is built
+        w.update()
     for control in w.kwargs_widgets:
         if hasattr(control, "continuous_update") and not continuous_update:
             control.continuous_update = False
         if hasattr(getattr(control, "style", None), "description_width"):
             control.style.description_width = "initial"
     return w
+
+
+def _mimebundle(w) -> dict:
+    """The display bundle of widget ``w``: ipywidgets 8's ``_repr_mimebundle_``, built the same way
+    under ipywidgets 7, which has none (its ``_ipython_display_`` displays that bundle itself, and
+    would draw the figure a second time)."""
+    if hasattr(w, "_repr_mimebundle_"):
+        return w._repr_mimebundle_() or {}
+    data = {"text/plain": repr(w)[:110]}
+    if w._view_name is not None:
+        data[WIDGET_VIEW] = {"version_major": 2, "version_minor": 0, "model_id": w._model_id}
+    return data
 
 
 def explore(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool = True, **controls: Any) -> None:
@@ -75,7 +96,7 @@ def explore(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool 
     from IPython.display import display
 
     w = explorer(figure_fn, continuous_update=continuous_update, **controls)
-    bundle = w._repr_mimebundle_()
+    bundle = _mimebundle(w)
     if WIDGET_VIEW not in bundle:  # not in a Jupyter kernel: nothing live to show
         display(w)
         return
