@@ -17,6 +17,7 @@ import torch
 
 from utils.plotting import plot_attention
 from utils.positional import sinusoidal_encoding
+from utils.training import widget_bundle
 
 __all__ = ["explore", "explorer", "plot_softmax_saturation", "plot_head_maps", "plot_positional_encoding"]
 
@@ -74,18 +75,6 @@ def explorer(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool
     return w
 
 
-def _mimebundle(w) -> dict:
-    """The display bundle of widget ``w``: ipywidgets 8's ``_repr_mimebundle_``, built the same way
-    under ipywidgets 7, which has none (its ``_ipython_display_`` displays that bundle itself, and
-    would draw the figure a second time)."""
-    if hasattr(w, "_repr_mimebundle_"):
-        return w._repr_mimebundle_() or {}
-    data = {"text/plain": repr(w)[:110]}
-    if w._view_name is not None:
-        data[WIDGET_VIEW] = {"version_major": 2, "version_minor": 0, "model_id": w._model_id}
-    return data
-
-
 def explore(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool = True, **controls: Any) -> None:
     """Display :func:`explorer` ``(figure_fn, continuous_update=..., **controls)`` in a notebook.
 
@@ -96,7 +85,7 @@ def explore(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool 
     from IPython.display import display
 
     w = explorer(figure_fn, continuous_update=continuous_update, **controls)
-    bundle = _mimebundle(w)
+    bundle = widget_bundle(w)  # ipywidgets 8's _repr_mimebundle_, or the same bundle under 7
     if WIDGET_VIEW not in bundle:  # not in a Jupyter kernel: nothing live to show
         display(w)
         return
