@@ -73,8 +73,9 @@ def colab_base() -> Path:
 
 
 def _torch(python: Path) -> tuple[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([python, "-c", "import torch; print(torch.__version__); print(torch.__file__)"],
-                         capture_output=True, text=True, check=True).stdout.split()
+                         capture_output=True, text=True, check=True, env=env).stdout.split()
     return out[0], out[1]
 
 
@@ -129,7 +130,7 @@ def test_notebook_runs_alone_in_a_colab_like_environment(notebook: Path, colab_b
     assert _torch(py) == torch_before, f"PyTorch changed: {torch_before} -> {_torch(py)}"
     installed = subprocess.run([py, "-c", "import utils, importlib.metadata as m; print(utils.__file__); "
                                 "print(m.version('sacrebleu'), m.version('safetensors'))"],
-                               capture_output=True, text=True, cwd=tmp_path)
+                               capture_output=True, text=True, cwd=tmp_path, env=env)
     assert installed.returncode == 0 and str(work / "attention-course") in installed.stdout, installed
     assert not any(p.name.startswith(("sacrebleu", "safetensors")) for p in _site(colab_base).iterdir()), \
         "the bootstrap installed into the base environment"
