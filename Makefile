@@ -11,6 +11,13 @@
 #                        (make test runs it on 07 and 10, with a few of the attacks)
 #   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
 #                        (make test runs 04 and 09)
+#   make doctor     what this computer has (OS, Python, PyTorch build, device, JupyterLab, widgets, kernel,
+#                   data and model checksums) and what to do about each problem
+#   make test-standalone  each notebook alone in an empty folder, in a Colab-like environment, with the
+#                   bootstrap cloning this checkout (COURSE_STANDALONE_NOTEBOOKS="04 06" for a subset)
+#   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
+#
+# Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -41,15 +48,18 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# pyproject.toml states ranges; constraints.txt pins every package to the version the course is tested
+# with. utils/course.py does the same install for `python -m utils.course` (tests/test_course.py checks
+# that the two agree).
+$(STAMP): pyproject.toml constraints.txt
 	@start=$$(date +%s); \
 	$(PYTHON) -m venv $(VENV) && \
-	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) && \
-	$(BIN)/python -m pip install --quiet -e '.[test]' && \
+	$(BIN)/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) && \
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lab,test]' && \
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
 	touch $(STAMP) && \
 	echo "install: done in $$(( $$(date +%s) - start )) s"
@@ -78,7 +88,7 @@ test-portable: $(STAMP)
 # skipped, saying so, without one. Not part of `make test` (pytest marker `browser`).
 BROWSER_STAMP := $(VENV)/.installed-browser
 $(BROWSER_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser]' && touch $(BROWSER_STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lab,test,browser]' && touch $(BROWSER_STAMP)
 
 test-browser: $(BROWSER_STAMP)
 	@start=$$(date +%s); \
@@ -122,5 +132,26 @@ slides: $(STAMP)
 handouts: $(STAMP)
 	$(BIN)/python scripts/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
 
+# Works before the install too (then with $(PYTHON), and says what is missing); exit status 1 on a problem.
+doctor:
+	@$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m utils.course doctor
+
+# One notebook at a time, each copied alone into an empty folder with the bootstrap cell applied, run
+# under nbval in a fresh virtual environment holding only what Colab preinstalls (torch, numpy 2.0.2,
+# matplotlib 3.10.0, ipykernel, ipywidgets 7.7.1, tqdm: tests/test_standalone.py, built once in
+# .venv-colab/); the bootstrap clones this checkout's committed HEAD (COURSE_REPO_URL=file://...).
+COURSE_STANDALONE_NOTEBOOKS ?=
+export COURSE_STANDALONE_NOTEBOOKS
+test-standalone: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python -m pytest -m standalone -s tests/test_standalone.py $(PYTEST_ARGS); rc=$$?; \
+	echo "standalone run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# The lock: every package in .venv at its installed version (torch without its build suffix, so a
+# CUDA or CPU build of the same version satisfies it).
+constraints: $(STAMP)
+	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/'; } > constraints.txt.new && \
+	mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
+
 clean:
-	rm -rf $(VENV) student course build .pytest_cache
+	rm -rf $(VENV) .venv-colab student course build .pytest_cache

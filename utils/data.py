@@ -38,7 +38,7 @@ from pathlib import Path
 
 __all__ = [
     "DataError", "ChecksumError", "DownloadError", "DataFile", "DATA_FILES",
-    "cache_dir", "fetch", "load_multi30k", "load_multi30k_pairs", "load_tiny_shakespeare",
+    "cache_dir", "check_file", "fetch", "load_multi30k", "load_multi30k_pairs", "load_tiny_shakespeare",
     "MULTI30K_SPLITS", "MULTI30K_LANGS",
 ]
 
@@ -134,6 +134,18 @@ def _copy_into(tmp: Path, entry: DataFile, mirror: str | None, timeout: float) -
             f"{cache_dir() / entry.path}, or set COURSE_DATA_MIRROR to a folder that holds {entry.path}."
         ) from e
     return entry.url
+
+
+def check_file(path: str, folder: Path | str | None = None) -> str:
+    """The state of data file ``path`` (a key of :data:`DATA_FILES`) in ``folder`` (default: the
+    cache, :func:`cache_dir`): ``"ok"`` when its SHA-256 is the recorded one, ``"missing"`` or
+    ``"corrupt"``. Nothing is fetched or removed (``make doctor`` reports with it)."""
+    if path not in DATA_FILES:
+        raise KeyError(f"unknown data file {path!r}; known files: {sorted(DATA_FILES)}")
+    file = Path(folder if folder is not None else cache_dir()).expanduser() / DATA_FILES[path].path
+    if not file.is_file():
+        return "missing"
+    return "ok" if _sha256(file) == DATA_FILES[path].sha256 else "corrupt"
 
 
 STALE_PART_SECONDS = 600.0  # a .part file nobody has written to for this long is left from a killed download

@@ -17,6 +17,7 @@ import torch
 
 from utils.plotting import plot_attention
 from utils.positional import sinusoidal_encoding
+from utils.training import widget_bundle
 
 __all__ = ["explore", "explorer", "plot_softmax_saturation", "plot_head_maps", "plot_positional_encoding"]
 
@@ -39,6 +40,7 @@ def explorer(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool
     from ipywidgets import interactive
 
     def draw(**values):
+        drawn.append(True)
         fig = figure_fn(**values)
         if not isinstance(fig, plt.Figure):
             plt.close("all")
@@ -53,10 +55,18 @@ def explorer(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool
         plt.close(fig)
         return fig  # kept as the interactive's .result (closed: drawn, never shown again)
 
-    draw.__signature__ = inspect.signature(figure_fn)  # controls start at figure_fn's defaults, as with interact
+    # controls start at figure_fn's defaults, as with interact; without the annotations, which
+    # ipywidgets 7 would take for controls (a text box holding "int")
+    sig = inspect.signature(figure_fn)
+    draw.__signature__ = sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                                 for p in sig.parameters.values()],
+                                     return_annotation=inspect.Signature.empty)
     shown: dict = {}  # the bundle of the figure on screen now
+    drawn: list = []
     w = interactive(draw, **controls)
     w.last_figure = shown
+    if not drawn:  # ipywidgets 7 (Colab's) draws when the widget is first displayed, 8 when it is built
+        w.update()
     for control in w.kwargs_widgets:
         if hasattr(control, "continuous_update") and not continuous_update:
             control.continuous_update = False
@@ -75,7 +85,7 @@ def explore(figure_fn: Callable[..., plt.Figure], /, *, continuous_update: bool 
     from IPython.display import display
 
     w = explorer(figure_fn, continuous_update=continuous_update, **controls)
-    bundle = w._repr_mimebundle_()
+    bundle = widget_bundle(w)  # ipywidgets 8's _repr_mimebundle_, or the same bundle under 7
     if WIDGET_VIEW not in bundle:  # not in a Jupyter kernel: nothing live to show
         display(w)
         return

@@ -32,7 +32,7 @@ from torch import nn
 from .data import REPO_ROOT, _sha256  # the data cache's streaming SHA-256
 from .text import Vocab
 
-__all__ = ["PretrainedError", "Pretrained", "pretrained_dir", "available", "load_pretrained", "build_model",
+__all__ = ["PretrainedError", "Pretrained", "pretrained_dir", "available", "verify_files", "load_pretrained", "build_model",
            "save_pretrained", "quantize_int8", "dequantize_int8", "MANIFEST"]
 
 MANIFEST = "MANIFEST.json"
@@ -74,6 +74,26 @@ def _verified(folder: Path, entry: dict, filename: str) -> Path:
             f"{expected['sha256'][:16]}… ({expected['bytes']:,} bytes). Restore it with "
             f"`git checkout -- pretrained/{filename}` (or re-export it with scripts/export_pretrained.py)")
     return path
+
+
+def verify_files(folder: Path | None = None) -> tuple[int, list[str]]:
+    """Check every file the manifest lists against its SHA-256 and size, as :func:`load_pretrained`
+    does before reading, without loading anything: (files that pass, messages of those that do not,
+    each saying how to restore the file). ``folder`` defaults to :func:`pretrained_dir`."""
+    folder = Path(folder) if folder is not None else pretrained_dir()
+    try:
+        manifest = _manifest(folder)
+    except PretrainedError as e:
+        return 0, [str(e)]
+    passed, problems = 0, []
+    for name, entry in sorted(manifest.items()):
+        for filename in sorted(entry["files"]):
+            try:
+                _verified(folder, entry, filename)
+                passed += 1
+            except PretrainedError as e:
+                problems.append(str(e))
+    return passed, problems
 
 
 @dataclass

@@ -277,7 +277,7 @@ def fit(
     if bar is not None:
         bar.close()
         if bar_display is not None:  # the saved notebook's text shows the finished bar, not 0%
-            bar_display.update(bar.container)
+            bar_display.update(widget_bundle(bar.container), raw=True)
     model.eval()
     return history
 
@@ -295,7 +295,22 @@ def _progress_bar(total: int | None):
     from IPython.display import display
 
     bar = tqdm(total=total, desc="training", leave=True, mininterval=5.0, display=False)
-    return bar, display(bar.container, display_id=True)
+    return bar, display(widget_bundle(bar.container), raw=True, display_id=True)
+
+
+def widget_bundle(w) -> dict:
+    """The display bundle of an ipywidgets widget (its live view, and its repr as text/plain):
+    ipywidgets 8's ``_repr_mimebundle_``, built the same way under ipywidgets 7 (Colab's), which has
+    none: there displaying the widget itself publishes a new output each time, so a display id
+    could not be updated in place."""
+    if hasattr(w, "_repr_mimebundle_"):
+        return w._repr_mimebundle_() or {}
+    text = repr(w)
+    data = {"text/plain": text[:110] + "…" if len(text) > 110 else text}
+    if w._view_name is not None:
+        data["application/vnd.jupyter.widget-view+json"] = {"version_major": 2, "version_minor": 0,
+                                                            "model_id": w._model_id}
+    return data
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:

@@ -1,0 +1,94 @@
+"""The bootstrap cell (scripts/bootstrap_cell.py): silent and inert on the course's own set-up, written
+idempotently between its markers, its URL taken from pyproject.toml. The cloning path itself runs in
+`make test-standalone` (tests/test_standalone.py); here it runs once against a local clone URL that
+does not exist, to check that it fails saying what failed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from notebook_utils import NOTEBOOKS, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bootstrap_cell  # noqa: E402
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    from pip._vendor import tomli as tomllib
+
+
+def test_url_comes_from_pyproject_and_is_set_once():
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    block = bootstrap_cell.snippet()
+    assert block.count(url) == 1 and "COURSE_REPO_URL" in block
+    assert block.startswith(bootstrap_cell.BEGIN + "\n") and block.endswith(bootstrap_cell.END + "\n")
+    compile(block, "<bootstrap>", "exec")
+
+
+def _run(code: str, env: dict, cwd, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *flags, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_on_the_course_set_up_it_prints_nothing_and_does_nothing(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COURSE_REPO_URL": "file:///nonexistent/repo"}
+    code = bootstrap_cell.snippet() + "assert '_course_bootstrap' not in dir()\nimport sys; assert 'utils.data' in sys.modules\n"
+    res = _run(code, env, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "" and res.stderr == ""
+    assert list(tmp_path.iterdir()) == []  # no clone, nothing written
+
+
+def test_without_the_course_it_clones_and_says_what_failed(tmp_path):
+    """Where `utils` cannot be imported it tries to clone $COURSE_REPO_URL; a bad URL stops the cell
+    with the command and git's message (nothing is installed)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["COURSE_REPO_URL"] = (tmp_path / "no-such-repo").as_uri()
+    code = bootstrap_cell.snippet()
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    res = _run(code, env, tmp_path, "-S")  # -S: without site-packages, where the course is installed
+    assert res.returncode != 0
+    assert "course bootstrap: `git clone --depth 1 --quiet" in res.stderr and "no-such-repo" in res.stderr
+    assert not (tmp_path / "attention-course").exists()
+
+
+def test_apply_is_idempotent_updates_in_place_and_check_reports(tmp_path):
+    src = NOTEBOOKS[3]  # 04
+    copy = tmp_path / src.name
+    shutil.copy(src, copy)
+    first_before = next(c for c in nbformat.read(src, as_version=4).cells if c.cell_type == "code").source
+
+    assert bootstrap_cell.main(["--check", str(copy)]) == 1
+    assert bootstrap_cell.main([str(copy)]) == 0
+    cell = next(c for c in nbformat.read(copy, as_version=4).cells if c.cell_type == "code")
+    assert cell.source == bootstrap_cell.snippet() + first_before
+    assert cell.outputs == next(c for c in nbformat.read(src, as_version=4).cells if c.cell_type == "code").outputs
+    assert bootstrap_cell.main(["--check", str(copy)]) == 0
+    text = copy.read_text()
+    assert bootstrap_cell.main([str(copy)]) == 0 and copy.read_text() == text  # a second run changes nothing
+
+    # an older snippet (another URL) is replaced, not repeated
+    old = bootstrap_cell.snippet("https://example.org/old.git")
+    nb = nbformat.read(copy, as_version=4)
+    nb.cells[[i for i, c in enumerate(nb.cells) if c.cell_type == "code"][0]].source = old + first_before
+    nbformat.write(nb, copy)
+    assert bootstrap_cell.main(["--check", str(copy)]) == 1
+    bootstrap_cell.main([str(copy)])
+    assert copy.read_text() == text
+    # every other cell untouched
+    a, b = nbformat.read(src, as_version=4), nbformat.read(copy, as_version=4)
+    changed = [i for i, (x, y) in enumerate(zip(a.cells, b.cells)) if x != y]
+    assert len(a.cells) == len(b.cells) and changed == [a.cells.index(next(c for c in a.cells if c.cell_type == "code"))]
+
+
+def test_committed_notebooks_are_left_alone_for_now():
+    """Applied by the lead after merging (other branches edit the notebooks' first cells)."""
+    assert all(bootstrap_cell.BEGIN not in p.read_text() for p in NOTEBOOKS)
