@@ -1,4 +1,4 @@
-"""Put the course bootstrap at the top of each notebook's first code cell (or update it there).
+"""Put the course bootstrap in its own cell before each notebook's first code cell (or update it there).
 
 A notebook opened alone, on Colab or Kaggle, cannot ``import utils``. The bootstrap then clones the
 course repository (shallow), installs it with ``pip install -e <clone> --no-deps`` plus only the
@@ -7,6 +7,12 @@ and checked unchanged afterwards), puts the clone first on ``sys.path`` (so ``ut
 ``pretrained/`` and ``runs/`` resolve exactly as in the repository) and prints one line saying what
 it did. Where ``utils`` imports (``make lab``, ``python -m utils.course lab``, conda) it prints
 nothing and does nothing, so committed outputs do not change.
+
+The bootstrap is a cell of its own, the notebook's first code cell: its source collapsed
+(``jupyter.source_hidden``; a learner sees one bar and can open it), skipped by the slides, tagged
+``hide-input`` for the website. Inserting it into an executed notebook gives it execution count 1
+and moves every later count up by one, which is what running the notebook again would give, since on
+the course's own set-up it has no output.
 
 The repository address is written into the snippet from ONE place, ``[project.urls] Repository`` in
 pyproject.toml; ``$COURSE_REPO_URL`` overrides it when the cell runs (tests point it at a local
@@ -26,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "# >>> course bootstrap: fetches the course when this notebook runs alone (Colab, Kaggle) >>>"
-END = "# <<< course bootstrap (scripts/bootstrap_cell.py) <<<"
+END = "# <<< course bootstrap <<<"
 
 TEMPLATE = '''\
 def _course_bootstrap():
@@ -98,17 +104,46 @@ def snippet(url: str | None = None) -> str:
     return f"{BEGIN}\n{body}{END}\n"
 
 
-def with_snippet(source: str, block: str) -> str:
-    """``source`` with ``block`` at its top: an earlier bootstrap block is replaced, not repeated."""
-    if BEGIN in source and END in source:
-        before, rest = source.split(BEGIN, 1)
-        after = rest.split(END, 1)[1].lstrip("\n")
-        source = before + after
-    return block + source
+CELL_METADATA = {"jupyter": {"source_hidden": True}, "slideshow": {"slide_type": "skip"},
+                 "tags": ["course-bootstrap", "hide-input"]}
+
+
+def is_bootstrap(cell) -> bool:
+    return cell.cell_type == "code" and cell.source.startswith(BEGIN)
 
 
 def first_code_cell(nb):
-    return next((c for c in nb.cells if c.cell_type == "code"), None)
+    """The notebook's first code cell after the bootstrap (the lesson's own first cell)."""
+    return next((c for c in nb.cells if c.cell_type == "code" and not is_bootstrap(c)), None)
+
+
+def with_bootstrap(nb, block: str) -> bool:
+    """Insert or update the bootstrap cell in ``nb`` (in place); return whether anything changed."""
+    import copy
+
+    import nbformat
+
+    cell = next((c for c in nb.cells if is_bootstrap(c)), None)
+    if cell is not None:
+        changed = cell.source != block.rstrip("\n") or any(cell.metadata.get(k) != v for k, v in CELL_METADATA.items())
+        cell.source = block.rstrip("\n")
+        cell.metadata.update(copy.deepcopy(CELL_METADATA))
+        return changed
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+    if first is None:
+        raise SystemExit("no code cell to put the bootstrap before")
+    executed = nb.cells[first].get("execution_count") is not None
+    new = nbformat.v4.new_code_cell(block.rstrip("\n"), metadata=copy.deepcopy(CELL_METADATA))
+    if executed:  # as if the notebook ran again: the bootstrap is [1], every later cell one more
+        for c in nb.cells[first:]:
+            if c.cell_type == "code" and c.get("execution_count") is not None:
+                c.execution_count += 1
+                for out in c.get("outputs", []):
+                    if out.get("output_type") == "execute_result" and out.get("execution_count") is not None:
+                        out["execution_count"] += 1
+        new.execution_count = 1
+    nb.cells.insert(first, new)
+    return True
 
 
 def apply(path: Path, block: str, check: bool = False) -> bool:
@@ -117,16 +152,10 @@ def apply(path: Path, block: str, check: bool = False) -> bool:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    cell = first_code_cell(nb)
-    if cell is None:
-        raise SystemExit(f"{path}: no code cell to put the bootstrap in")
-    new = with_snippet(cell.source, block)
-    if new == cell.source:
-        return False
-    if not check:
-        cell.source = new
+    changed = with_bootstrap(nb, block)
+    if changed and not check:
         nbformat.write(nb, path)
-    return True
+    return changed
 
 
 def main(argv: list[str] | None = None) -> int:

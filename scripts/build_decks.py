@@ -17,7 +17,8 @@ What it does to each notebook, through nbconvert's Python API:
   of the cells it changed; **instructor** keeps the solutions and removes only the marker lines.
   Speaker notes (in the notebooks, closed ``<details>`` blocks that keep them out of a reader's way)
   are unwrapped: a deck shows them in reveal.js's speaker view, an instructor's hand-out as text; a
-  student's hand-out has none.
+  student's hand-out has none. The bootstrap cell (``scripts/bootstrap_cell.py``: it fetches the course when a
+  notebook runs alone on Colab) is left out of both.
   Widget outputs: the display priority puts ``image/png`` (the explorer's initial figure) first and
   never the widget view; an explorer output with no image gets a one-line note instead of its
   ``interactive(children=(...`` text; a progress bar widget (tqdm) keeps its text.
@@ -49,6 +50,7 @@ from traitlets.config import Config  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_student import SOLUTION_DELIMITERS, clear_solutions  # noqa: E402
+from bootstrap_cell import is_bootstrap  # noqa: E402
 from tag_exercises import is_speaker_notes, unwrap_notes  # noqa: E402
 from vendor_assets import vendored_dir  # noqa: E402
 
@@ -78,6 +80,7 @@ class LecturePreprocessor(Preprocessor):
     kind = Enum(list(KINDS), default_value="slides").tag(config=True)
 
     def preprocess(self, nb, resources):
+        nb.cells = [c for c in nb.cells if not is_bootstrap(c)]  # for a notebook opened alone, not for a lecture
         if self.kind == "handouts" and self.variant == "student":
             nb.cells = [c for c in nb.cells if not is_speaker_notes(c)]
         for cell in nb.cells:

@@ -64,31 +64,40 @@ def test_apply_is_idempotent_updates_in_place_and_check_reports(tmp_path):
     src = NOTEBOOKS[3]  # 04
     copy = tmp_path / src.name
     shutil.copy(src, copy)
-    first_before = next(c for c in nbformat.read(src, as_version=4).cells if c.cell_type == "code").source
+    before = nbformat.read(src, as_version=4)
+    without = nbformat.from_dict({**before, "cells": [c for c in before.cells if not bootstrap_cell.is_bootstrap(c)]})
+    for k, c in enumerate(c for c in without.cells if c.cell_type == "code"):
+        c.execution_count = k + 1
+        for out in c.outputs:
+            if out.get("output_type") == "execute_result":
+                out["execution_count"] = k + 1
+    nbformat.write(without, copy)
 
     assert bootstrap_cell.main(["--check", str(copy)]) == 1
     assert bootstrap_cell.main([str(copy)]) == 0
-    cell = next(c for c in nbformat.read(copy, as_version=4).cells if c.cell_type == "code")
-    assert cell.source == bootstrap_cell.snippet() + first_before
-    assert cell.outputs == next(c for c in nbformat.read(src, as_version=4).cells if c.cell_type == "code").outputs
+    nb = nbformat.read(copy, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].source == bootstrap_cell.snippet().rstrip("\n") and code[0].outputs == []
+    assert code[0].metadata["jupyter"]["source_hidden"] and code[0].metadata["slideshow"]["slide_type"] == "skip"
+    # the counts read as one run of the notebook: 1, 2, 3, ... with the lesson's cells one later than before
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
+    old_code = [c for c in without.cells if c.cell_type == "code"]
+    assert [c.source for c in code[1:]] == [c.source for c in old_code]
     assert bootstrap_cell.main(["--check", str(copy)]) == 0
     text = copy.read_text()
     assert bootstrap_cell.main([str(copy)]) == 0 and copy.read_text() == text  # a second run changes nothing
 
     # an older snippet (another URL) is replaced, not repeated
-    old = bootstrap_cell.snippet("https://example.org/old.git")
-    nb = nbformat.read(copy, as_version=4)
-    nb.cells[[i for i, c in enumerate(nb.cells) if c.cell_type == "code"][0]].source = old + first_before
+    nb.cells[nb.cells.index(code[0])].source = bootstrap_cell.snippet("https://example.org/old.git")
     nbformat.write(nb, copy)
     assert bootstrap_cell.main(["--check", str(copy)]) == 1
     bootstrap_cell.main([str(copy)])
     assert copy.read_text() == text
-    # every other cell untouched
-    a, b = nbformat.read(src, as_version=4), nbformat.read(copy, as_version=4)
-    changed = [i for i, (x, y) in enumerate(zip(a.cells, b.cells)) if x != y]
-    assert len(a.cells) == len(b.cells) and changed == [a.cells.index(next(c for c in a.cells if c.cell_type == "code"))]
 
 
-def test_committed_notebooks_are_left_alone_for_now():
-    """Applied by the lead after merging (other branches edit the notebooks' first cells)."""
-    assert all(bootstrap_cell.BEGIN not in p.read_text() for p in NOTEBOOKS)
+def test_every_committed_notebook_has_the_current_bootstrap_first():
+    """Each notebook's first code cell is the bootstrap (scripts/bootstrap_cell.py notebooks/*.ipynb writes it)."""
+    for p in NOTEBOOKS:
+        assert bootstrap_cell.main(["--check", str(p)]) == 0, p.name
+        nb = nbformat.read(p, as_version=4)
+        assert bootstrap_cell.is_bootstrap(next(c for c in nb.cells if c.cell_type == "code")), p.name
