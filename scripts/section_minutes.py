@@ -4,7 +4,7 @@ short line ``*≈ N min*`` that shows them under the section's heading.
 The rule (an estimate, the same for every notebook): prose at 150 words a minute (technical text
 with equations), code at 8 lines a minute (read it, predict what it prints, check), and 1 minute
 for each figure; rounded up, at least 1. Waiting for a cell to run is not included: each
-notebook's run time is in the README. Speaker notes, ``skip``-ped title cards and the solutions
+notebook's run time is in the README. Speaker notes, the bootstrap cell, ``skip``-ped title cards and the solutions
 between nbgrader's markers are not counted; the Exercises section carries its own estimates.
 
     python scripts/section_minutes.py            # print the table
@@ -31,6 +31,9 @@ SOLUTION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
 STUDENT_ONLY = re.compile(r"<!-- student-only: .*? -->", re.S)   # not in the learner's edition
 
 
+BOOTSTRAP = "# >>> course bootstrap"  # the cell that fetches the course on Colab (scripts/bootstrap_cell.py)
+
+
 def _notes(cell) -> bool:
     return cell.metadata.get("slideshow", {}).get("slide_type") == "notes"
 
@@ -51,7 +54,7 @@ def sections(nb) -> list[tuple[int, str, list]]:
 def minutes(cells) -> int:
     words = code = figures = 0
     for cell in cells:
-        if _notes(cell):
+        if _notes(cell) or cell.source.startswith(BOOTSTRAP):
             continue
         src = STUDENT_ONLY.sub("", SOLUTION.sub("", cell.source))
         if cell.cell_type == "markdown":
