@@ -11,6 +11,9 @@
 #                        (make test runs it on 07 and 10, with a few of the attacks)
 #   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
 #                        (make test runs 04 and 09)
+#   make site       the course website in build/site/ (Jupyter Book 1, from the committed notebooks; offline)
+#   make test-site  the built website in Chromium: requests, links, figures, maths, toggles, search, axe-core
+#   make book-pdf   the whole course as one PDF, build/course.pdf (Chromium prints the built website)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -41,7 +44,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts site test-site book-pdf clean
 
 install: $(STAMP)
 
@@ -122,5 +125,31 @@ slides: $(STAMP)
 handouts: $(STAMP)
 	$(BIN)/python scripts/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
 
+# The course website (Jupyter Book 1, see scripts/build_site.py) in its own environment, .venv-site,
+# from pyproject.toml's `site` group only (no torch): build/site/index.html, served or opened as files.
+SITE_VENV ?= .venv-site
+SITE_BIN := $(SITE_VENV)/bin
+SITE_STAMP := $(SITE_VENV)/.installed
+
+$(SITE_STAMP): pyproject.toml
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(SITE_VENV) && \
+	$(PYTHON) scripts/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
+	touch $(SITE_STAMP) && \
+	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
+
+site: $(SITE_STAMP)
+	$(SITE_BIN)/python scripts/build_site.py
+
+# The built site served from 127.0.0.1 in the system's Chromium (COURSE_CHROMIUM overrides), nothing
+# else reachable (pytest marker `site`; not part of `make test`). Builds the site first.
+test-site: site
+	@start=$$(date +%s); \
+	$(SITE_BIN)/python -m pytest -m site -p no:cacheprovider tests/site $(PYTEST_ARGS); rc=$$?; \
+	echo "site test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+book-pdf: site
+	$(SITE_BIN)/python scripts/book_pdf.py
+
 clean:
-	rm -rf $(VENV) student course build .pytest_cache
+	rm -rf $(VENV) $(SITE_VENV) student course build .pytest_cache
