@@ -270,7 +270,33 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(work / "_build" / "html", out)
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed = dedupe_scripts(text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
     return 0
+
+
+SCRIPT_TAG = re.compile(r"^\s*<script\b[^>]*>.*?</script>\s*$", re.M)
+
+
+def dedupe_scripts(html: str) -> str:
+    """Drop a <script> line that repeats an earlier one (the same src, whatever its defer, or the same body).
+
+    Jupyter Book 1.0.4 on Sphinx 7.4 writes some page assets twice: sphinx-thebe's and
+    sphinx-togglebutton's inline configuration (a second `const THEBE_JS_URL` is a script error) and
+    MathJax (a second copy fails with "Cannot set property Package")."""
+    seen, out = set(), []
+    for line in html.split("\n"):
+        if SCRIPT_TAG.match(line):
+            src = re.search(r'src="([^"?]+)', line)
+            key = src.group(1) if src else line.strip()
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(line)
+    return "\n".join(out)
 
 
 def site_size(out: Path = OUT) -> tuple[int, int, int]:
