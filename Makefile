@@ -145,7 +145,7 @@ site: $(SITE_STAMP)
 # else reachable (pytest marker `site`; not part of `make test`). Builds the site first.
 test-site: site
 	@start=$$(date +%s); \
-	$(SITE_BIN)/python -m pytest -m site -p no:cacheprovider tests/site $(PYTEST_ARGS); rc=$$?; \
+	$(SITE_BIN)/python -m pytest -m site -s -p no:cacheprovider tests/site $(PYTEST_ARGS); rc=$$?; \
 	echo "site test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 book-pdf: site
