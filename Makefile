@@ -18,6 +18,9 @@
 #   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
 #
 # Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
+#   make site       the course website in build/site/ (Jupyter Book 1, from the committed notebooks; offline)
+#   make test-site  the built website in Chromium: requests, links, figures, maths, toggles, search, axe-core
+#   make book-pdf   the whole course as one PDF, build/course.pdf (Chromium prints the built website)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -48,7 +51,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints
+.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf
 
 install: $(STAMP)
 
@@ -153,5 +156,31 @@ constraints: $(STAMP)
 	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/'; } > constraints.txt.new && \
 	mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
 
+# The course website (Jupyter Book 1, see scripts/build_site.py) in its own environment, .venv-site,
+# from pyproject.toml's `site` group only (no torch): build/site/index.html, served or opened as files.
+SITE_VENV ?= .venv-site
+SITE_BIN := $(SITE_VENV)/bin
+SITE_STAMP := $(SITE_VENV)/.installed
+
+$(SITE_STAMP): pyproject.toml
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(SITE_VENV) && \
+	$(PYTHON) scripts/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
+	touch $(SITE_STAMP) && \
+	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
+
+site: $(SITE_STAMP)
+	$(SITE_BIN)/python scripts/build_site.py
+
+# The built site served from 127.0.0.1 in the system's Chromium (COURSE_CHROMIUM overrides), nothing
+# else reachable (pytest marker `site`; not part of `make test`). Builds the site first.
+test-site: site
+	@start=$$(date +%s); \
+	$(SITE_BIN)/python -m pytest -m site -s -p no:cacheprovider tests/site $(PYTEST_ARGS); rc=$$?; \
+	echo "site test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+book-pdf: site
+	$(SITE_BIN)/python scripts/book_pdf.py
+
 clean:
-	rm -rf $(VENV) .venv-colab student course build .pytest_cache
+	rm -rf $(VENV) $(SITE_VENV) .venv-colab student course build .pytest_cache

@@ -1,12 +1,13 @@
-"""Refresh the JavaScript/CSS/font files that the offline slide decks and hand-outs load
-(``scripts/build_decks.py``) from the npm registry, and rewrite ``vendor/README.md`` with
-each file's SHA-256.
+"""Refresh the JavaScript/CSS/font files that the offline slide decks and hand-outs
+(``scripts/build_decks.py``) and the course website (``scripts/build_site.py``) load from the
+npm registry, and rewrite ``vendor/README.md`` with each file's SHA-256.
 
     python scripts/vendor_assets.py          # needs `npm` and the registry; run it to change a version
 
 Only the files the decks use are kept (``FILES`` below): reveal.js's script, core and white-theme
 style sheets, the woff fonts that theme uses and the speaker-notes plugin; KaTeX's script, style
-sheet, auto-render extension and its woff2 fonts. ``tests/test_decks.py`` checks that every
+sheet, auto-render extension and its woff2 fonts; MathJax's combined TeX-to-CommonHTML component
+(every TeX extension built in) and its woff fonts. ``tests/test_decks.py`` checks that every
 vendored file still has the SHA-256 listed in ``vendor/README.md``.
 """
 
@@ -54,6 +55,17 @@ PACKAGES = {
         ],
         "maths in slides and hand-outs (KaTeX with its auto-render extension)",
     ),
+    "mathjax": (
+        # MathJax 3 (Sphinx 7's default major version); the one combined component the website loads,
+        # with every TeX extension built in (so nothing is fetched later), and its CommonHTML fonts
+        "3.2.2",
+        [
+            "LICENSE",
+            "es5/tex-chtml-full.js",
+            "es5/output/chtml/fonts/woff-v2/*.woff",
+        ],
+        "maths on the course website (`make site`, scripts/build_site.py; Sphinx's `mathjax_path`)",
+    ),
 }
 
 
@@ -91,9 +103,9 @@ def write_readme(sources: dict) -> None:
         "# Vendored web assets",
         "",
         "The offline slide decks and hand-outs (`make slides`, `make handouts`, built by",
-        "`scripts/build_decks.py`) load these files from a copy placed next to the built pages, so",
-        "they open from `file://` with no network. They are committed so that a learner can build",
-        "offline. Only the files the pages use are kept.",
+        "`scripts/build_decks.py`) and the course website (`make site`, `scripts/build_site.py`) load",
+        "these files from a copy placed next to the built pages, so they open with no network. They are",
+        "committed so that a learner can build offline. Only the files the pages use are kept.",
         "",
         "To refresh or change a version: edit `PACKAGES` in `scripts/vendor_assets.py` and run",
         "`python scripts/vendor_assets.py` (it uses `npm pack`, which checks the registry's",

@@ -101,3 +101,14 @@ def test_every_committed_notebook_has_the_current_bootstrap_first():
         assert bootstrap_cell.main(["--check", str(p)]) == 0, p.name
         nb = nbformat.read(p, as_version=4)
         assert bootstrap_cell.is_bootstrap(next(c for c in nb.cells if c.cell_type == "code")), p.name
+
+
+def test_the_repository_address_is_the_same_everywhere_it_is_set():
+    """The bootstrap (pyproject.toml's [project.urls] Repository), the website (site/_config.yml) and the
+    citation (CITATION.cff) name one repository; change all three together when it is published."""
+    import re
+
+    root = ROOT
+    site = re.search(r"(?m)^repository:\n  url: (\S+)", (root / "site" / "_config.yml").read_text()).group(1)
+    cff = re.search(r"(?m)^repository-code: \"?([^\"\s]+)", (root / "CITATION.cff").read_text()).group(1)
+    assert bootstrap_cell.repo_url() == site == cff, (bootstrap_cell.repo_url(), site, cff)

@@ -15,8 +15,9 @@ except ModuleNotFoundError:  # Python 3.10
 def _pyproject_requirements() -> set[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = set(meta["dependencies"])
-    for extra in meta.get("optional-dependencies", {}).values():
-        reqs |= set(extra)
+    for name, extra in meta.get("optional-dependencies", {}).items():
+        if name != "site":  # the website's own environment (.venv-site), not the course's
+            reqs |= set(extra)
     return {r.replace(" ", "") for r in reqs}
 
 
