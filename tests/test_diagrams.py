@@ -139,7 +139,7 @@ def labels(fig: Figure) -> str:
 
 def test_rnn_encoder_decoder_labels():
     text = labels(diagrams.rnn_encoder_decoder())
-    for key in ("$c$", "bottleneck", "$c = h_T$", "$h_{1}$", "$h_{6}$", "$s_0$", "$s_{1}$", "$s_{5}$", "männer", "baseball",
+    for key in ("$c$", "bottleneck", "$c = h_S$", "$h_{1}$", "$h_{6}$", "$s_0$", "$s_{1}$", "$s_{5}$", "männer", "baseball",
                 "<eos>", "s_t = g(y_{t-1}, s_{t-1}, c)", "h_i = f(x_i, h_{i-1})"):
         assert key in text, key
 

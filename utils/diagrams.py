@@ -161,7 +161,7 @@ def rnn_encoder_decoder(
     """The encoder-decoder of notebook 02 on one sentence pair.
 
     The encoder reads the source tokens x_i into states h_i = f(x_i, h_{i-1}); its last state is
-    the context c = h_T (for the course's bidirectional encoder, the forward state after the last
+    the context c = h_S, S the source length (for the course's bidirectional encoder, the forward state after the last
     token joined with the backward state after the first). The decoder starts from
     s_0 = tanh(W_init c), receives the same c at every step, and is fed its previous output
     y_{t-1} (``<bos>`` first): s_t = g(y_{t-1}, s_{t-1}, c). Everything the decoder knows about the
@@ -194,7 +194,7 @@ def rnn_encoder_decoder(
     c = _box(ax, cx_c, y_cell, 0.7, 0.95, "$c$", role="attention", fs=16, lw=3.2)
     _arrow(ax, (enc_x[-1] + cw / 2, y_cell), c.left, color=COLORS["attention"][1], lw=2.2)
     _text(ax, cx_c, 3.0, "bottleneck", fs=12, color=COLORS["attention"][1], weight="bold")
-    _text(ax, cx_c, 2.62, "$c = h_T$", fs=12)
+    _text(ax, cx_c, 2.62, "$c = h_S$", fs=12)
 
     # decoder
     inputs, outputs = ["<bos>"] + tgt, tgt + ["<eos>"]

@@ -3,7 +3,7 @@
 Equations (numbering of the course's source, seed 000):
 
 - encoder     h_i = f(x_i, h_{i-1})                       (2.1)
-- decoder     s_t = g(y_{t-1}, s_{t-1}, c),   c = h_T      (2.2)   no attention
+- decoder     s_t = g(y_{t-1}, s_{t-1}, c),   c = h_S      (2.2)   no attention (S: source length)
 - attention   e_{t,i} = score(s_{t-1}, h_i),  a_t = softmax(e_t)        (2.3)
               c_t = sum_i a_{t,i} h_i                                   (2.4)
               s_t = g(y_{t-1}, s_{t-1}, c_t)                            (2.5)
