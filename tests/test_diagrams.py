@@ -161,8 +161,8 @@ def test_scaled_dot_product_pipeline_labels():
 
 def test_multi_head_attention_labels():
     text = labels(diagrams.multi_head_attention())
-    for key in ("$W_O$", "concat", "$Q = X W_Q$", "$K = X W_K$", "$V = X W_V$", r"(T, D) \to (H, T, d_h)",
-                "d_h = D / H", r"$H \times (T, d_h)$", "scaled dot-product", "4D^2 + 4D"):
+    for key in ("$W_O$", "concat", "$Q = X W_Q$", "$K = X W_K$", "$V = X W_V$", r"(T, D) \to (H, T, d_k)",
+                "d_k = D / H", r"$H \times (T, d_k)$", "scaled dot-product", "4D^2 + 4D"):
         assert key in text, key
 
 
@@ -187,7 +187,7 @@ def test_transformer_default_matches_utils():
 def test_kv_cache_labels():
     text = labels(diagrams.kv_cache())
     for key in ("K cache", "V cache", "$k_t$", "$v_t$", "$q_t$", "$x_t W_Q$", "$O(t)$", "$O(t^2)$", r"\sqrt{d_k}",
-                "$k_{1}$", "tail", "(B, H, t, d_h)"):
+                "$k_{1}$", "tail", "(B, H, t, d_k)"):
         assert key in text, key
 
 

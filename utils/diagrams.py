@@ -384,7 +384,7 @@ def scaled_dot_product_pipeline(mask: str | None = "causal") -> Figure:
 # --------------------------------------------------------------------------- #
 
 def _segmented_bar(ax, cx, cy, w, h, n, text, role, fs=FONT, lw=1.8):
-    """A (T, D) matrix drawn as a bar cut into n head slices of width d_h = D / n."""
+    """A (T, D) matrix drawn as a bar cut into n head slices of width d_k = D / n."""
     b = _box(ax, cx, cy, w, h, role=role, lw=lw)
     edge = COLORS[role][1]
     for i in range(1, n):
@@ -404,8 +404,8 @@ def _stack(ax, cx, cy, w, h, n, role, text="", fs=FONT, dx=0.07, dy=0.07):
 def multi_head_attention(num_heads: int = 4) -> Figure:
     """Multi-head attention as ``utils.attention.MultiHeadAttention`` computes it (self-attention, X (T, D)).
 
-    Q = X W_Q, K = X W_K, V = X W_V, each (T, D); each is split into H heads of width d_h = D / H,
-    (T, D) -> (H, T, d_h) (``split_heads``); the H scaled dot-product attentions run side by side; their
+    Q = X W_Q, K = X W_K, V = X W_V, each (T, D); each is split into H heads of width d_k = D / H,
+    (T, D) -> (H, T, d_k) (``split_heads``); the H scaled dot-product attentions run side by side; their
     outputs are concatenated back to (T, D) (``merge_heads``) and multiplied by W_O. The batch
     dimension B is left out. ``num_heads`` (2-8) is how many heads are drawn.
     """
@@ -423,15 +423,15 @@ def multi_head_attention(num_heads: int = 4) -> Figure:
         _text(ax, 2.75, y - 0.42, "$(T, D)$", fs=12)
         _arrow(ax, x_box.right, bar.left)
         st = _stack(ax, 4.75, y, 0.95, 0.46, H, role, f"${name}^{{(i)}}$", dx=off, dy=off)
-        _text(ax, 4.75, y - 0.42, r"$H \times (T, d_h)$", fs=12)
+        _text(ax, 4.75, y - 0.42, r"$H \times (T, d_k)$", fs=12)
         _arrow(ax, bar.right, st.left)
         _arrow(ax, (st.cx + st.w / 2 + (H - 1) * off, y), (att.cx - att.w / 2, att.cy + (y - 2.1) * 0.35))
-    _text(ax, 3.75, 4.05, r"split: $(T, D) \to (H, T, d_h)$,  $d_h = D / H$", fs=12)
+    _text(ax, 3.75, 4.05, r"split: $(T, D) \to (H, T, d_k)$,  $d_k = D / H$", fs=12)
     _stack(ax, att.cx, att.cy, att.w, att.h, H, "attention", dx=off, dy=off)
     _text(ax, att.cx, att.cy + 0.25, "scaled dot-product", fs=12, bbox=dict(fc=COLORS["attention"][0], ec="none", pad=0.5))
     _text(ax, att.cx, att.cy - 0.1, "attention,", fs=12, bbox=dict(fc=COLORS["attention"][0], ec="none", pad=0.5))
     _text(ax, att.cx, att.cy - 0.4, "$H$ heads at once", fs=12, bbox=dict(fc=COLORS["attention"][0], ec="none", pad=0.5))
-    _text(ax, att.cx + 0.1, att.cy - att.h / 2 - 0.2, r"$H \times (T, d_h)$", fs=12)
+    _text(ax, att.cx + 0.1, att.cy - att.h / 2 - 0.2, r"$H \times (T, d_k)$", fs=12)
     cat = _segmented_bar(ax, 8.95, 2.1, 1.3, 0.5, H, "concat", "op")
     _text(ax, 8.95, 1.68, "$(T, D)$", fs=12)
     _arrow(ax, (att.cx + att.w / 2 + (H - 1) * off, att.cy), cat.left)
@@ -440,7 +440,7 @@ def multi_head_attention(num_heads: int = 4) -> Figure:
     _arrow(ax, cat.right, out.left)
     _text(ax, (cat.right[0] + out.left[0]) / 2, 2.48, "$W_O$", fs=12)
     _text(ax, 5.5, 0.22, f"drawn with $H = {H}$; parameters $4D^2 + 4D$ whatever $H$ "
-          r"($D$ = d_model, $d_h$ = d_head in utils.attention)", fs=SMALL)
+          r"($D$ = d_model, $d_k$ = d_head in utils.attention)", fs=SMALL)
     return fig
 
 
@@ -592,7 +592,7 @@ def kv_cache(tokens: Sequence[str] = ("the", "dog", "wagged", "its", "tail")) ->
                 ax.add_patch(Rectangle((x0 + c_ * cell, 3.4 - (r + 1) * cell), cell, cell, fc=fc, ec="#777777", lw=0.8, zorder=3))
         _text(ax, x0 + t * cell / 2, 3.4 - t * cell - 0.2, cost, fs=12)
     _text(ax, 9.35, 1.55, "per step and layer; the cache holds", fs=SMALL)
-    _text(ax, 9.35, 1.25, "$K$ and $V$ of shape $(B, H, t, d_h)$", fs=SMALL)
+    _text(ax, 9.35, 1.25, "$K$ and $V$ of shape $(B, H, t, d_k)$", fs=SMALL)
     _text(ax, 9.35, 0.95, "and grows by one position a step", fs=SMALL)
     return fig
 
