@@ -23,9 +23,7 @@ import base64
 import functools
 import hashlib
 import http.server
-import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -41,6 +39,7 @@ SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-test"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 sys.path.insert(0, str(ROOT / "scripts"))
+from book_pdf import _Quiet, chromium_path  # noqa: E402  (the PDF script serves and prints the same site)
 
 pytestmark = pytest.mark.site
 
@@ -85,18 +84,6 @@ PAGE_REPORT_JS = r"""
           mathjax: !!window.MathJax, title: document.title};
 }
 """
-
-
-def chromium_path() -> str | None:
-    for candidate in (os.environ.get("COURSE_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
