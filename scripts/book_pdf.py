@@ -56,6 +56,10 @@ PRINT_CSS = """
 .bd-footer-content, .bd-footer-article, .headerlink, .copybtn, #pst-back-to-top { display: none !important; }
 .bd-main .bd-content .bd-article-container { max-width: 100% !important; }
 section.course-pdf-chapter { break-before: page; }
+#jb-print-docs-body { display: none !important; }
+/* the theme hides an article's first <h1> in print (its own title block shows it once per page); one PDF holds
+   every page, so each chapter keeps its own heading */
+.bd-main .bd-content .bd-article section.course-pdf-chapter h1:first-of-type { display: block !important; }
 section.course-pdf-chapter:first-child { break-before: auto; }
 .cell_output img { max-width: 100% !important; break-inside: avoid; }
 pre { white-space: pre-wrap !important; word-break: break-word; overflow: visible !important; }

@@ -54,7 +54,8 @@ from vendor_assets import vendored_dir  # noqa: E402
 SITE = ROOT / "site"
 SRC = ROOT / "build" / "site-src"
 OUT = ROOT / "build" / "site"
-GUIDES = ["README.md", "LECTURES.md", "INSTRUCTORS.md", "NOTATION.md", "CONTRIBUTING.md"]
+GUIDES = ["README.md", "SETUP.md", "RESULTS.md", "TESTING.md", "LECTURES.md", "INSTRUCTORS.md", "NOTATION.md",
+          "CONTRIBUTING.md"]
 BEGIN_SOLUTION, END_SOLUTION, BEGIN_MARK, END_MARK, BEGIN_HIDDEN, END_HIDDEN = SOLUTION_DELIMITERS
 WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; open the notebook "
                "in Jupyter (the launch button above, or <code>make lab</code>) to move its controls.</em></p>")

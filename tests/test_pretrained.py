@@ -118,8 +118,8 @@ def test_save_and_load_round_trip_keeps_tied_weights(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.part"))
 
 
-def test_readme_states_the_manifest_figures():
-    readme = (ROOT / "README.md").read_text()
+def test_results_page_states_the_manifest_figures():
+    readme = (ROOT / "RESULTS.md").read_text()
     manifest = json.loads((pretrained_dir() / MANIFEST).read_text())
     for name, entry in manifest.items():
         b = entry["bleu"]
