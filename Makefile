@@ -15,6 +15,7 @@
 #                   data and model checksums) and what to do about each problem
 #   make test-standalone  each notebook alone in an empty folder, in a Colab-like environment, with the
 #                   bootstrap cloning this checkout (COURSE_STANDALONE_NOTEBOOKS="04 06" for a subset)
+#   make test-oldest     the whole suite at the lowest NumPy and Matplotlib of the ranges (.venv-oldest)
 #   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
 #
 # Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
@@ -51,7 +52,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf
+.PHONY: test-oldest install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf
 
 install: $(STAMP)
 
@@ -150,6 +151,23 @@ test-standalone: $(STAMP)
 	$(BIN)/python -m pytest -m standalone -s tests/test_standalone.py $(PYTEST_ARGS); rc=$$?; \
 	echo "standalone run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
+# The whole suite (tests and notebooks, as `make test`) at the lowest NumPy and Matplotlib that
+# pyproject.toml's ranges allow, in its own .venv-oldest (constraints.txt with those two lowered).
+OLDEST ?= numpy==2.0.2 matplotlib==3.10.0
+OLDEST_VENV := .venv-oldest
+test-oldest:
+	@start=$$(date +%s); mkdir -p build && \
+	grep -v -E '^($(subst $(eval) ,|,$(foreach p,$(OLDEST),$(firstword $(subst ==, ,$(p))))))==' constraints.txt > build/constraints-oldest.txt && \
+	printf '%s\n' $(OLDEST) >> build/constraints-oldest.txt && \
+	{ test -f $(OLDEST_VENV)/.installed || { $(PYTHON) -m venv $(OLDEST_VENV) && \
+	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-oldest.txt torch==$(TORCH_VERSION) && \
+	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-oldest.txt -e '.[lab,test]' && \
+	  $(OLDEST_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
+	  touch $(OLDEST_VENV)/.installed; }; } && \
+	$(OLDEST_VENV)/bin/python -c "import numpy, matplotlib; print('oldest: numpy', numpy.__version__, 'matplotlib', matplotlib.__version__)" && \
+	PATH="$(abspath $(OLDEST_VENV))/bin:$$PATH" $(OLDEST_VENV)/bin/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
+	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
 # The lock: every package in .venv at its installed version (torch without its build suffix, so a
 # CUDA or CPU build of the same version satisfies it).
 constraints: $(STAMP)
@@ -183,4 +201,4 @@ book-pdf: site
 	$(SITE_BIN)/python scripts/book_pdf.py
 
 clean:
-	rm -rf $(VENV) $(SITE_VENV) .venv-colab student course build .pytest_cache
+	rm -rf $(VENV) $(SITE_VENV) .venv-colab .venv-oldest student course build .pytest_cache
