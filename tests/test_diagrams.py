@@ -34,6 +34,9 @@ VARIANTS = [
     ("online_softmax", {}),
     ("online_softmax", {"num_blocks": 2}),
     ("online_softmax", {"num_blocks": 5}),
+    ("flash_attention_tiles", {}),
+    ("flash_attention_tiles", {"num_tiles": 3}),
+    ("flash_attention_tiles", {"num_tiles": 6, "causal": True}),
     ("grouped_query_heads", {}),
     ("grouped_query_heads", {"num_heads": 4, "num_kv_heads": 4}),
     ("grouped_query_heads", {"num_heads": 8, "num_kv_heads": 1}),
@@ -224,6 +227,19 @@ def test_scale_diagrams_labels_and_bad_options():
         diagrams.grouped_query_heads(8, 3)
     with pytest.raises(ValueError, match="num_blocks"):
         diagrams.online_softmax(1)
+
+
+def test_flash_attention_tiles_labels_and_bad_options():
+    text = labels(diagrams.flash_attention_tiles())
+    for key in ("slow memory (HBM)", "fast memory (SRAM)", "$Q_{4}$", "$K_{4}$", "$(T, d_k)$", r"\sqrt{d_k}", "$L$  $(T)$",
+                "write $O_b$, $L_b$", "never reach slow memory", "inner loop", "outer loop"):
+        assert key in text, key
+    assert "skipped" not in text and "skipped" in labels(diagrams.flash_attention_tiles(4, causal=True))
+    for bad in (2, 7, True, 4.0):
+        with pytest.raises(ValueError, match="num_tiles"):
+            diagrams.flash_attention_tiles(bad)
+    with pytest.raises(ValueError, match="causal"):
+        diagrams.flash_attention_tiles(4, causal="yes")
 
 
 def test_data_parallel_labels_and_bad_options():

@@ -187,9 +187,6 @@ SHORTCUTS = {
         "ex1": ("from utils.scale import online_softmax_update\n\n\n"
                 "def online_update(m, l, acc, scores, v):\n"
                 "    return online_softmax_update(m, l, acc, scores, v)\n"),
-        "ex2": ("from utils.scale import apply_rotary, rope_angles\n\n\n"
-                "def rotate(x, pos, base=10000.0):\n"
-                "    return apply_rotary(x, *rope_angles(pos, x.shape[-1], base))\n"),
         "ex3": ("def repeat_heads(k, n_rep):\n"
                 "    return k.repeat_interleave(n_rep, dim=1)\n"),
     },

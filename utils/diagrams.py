@@ -9,6 +9,7 @@ One function per diagram, each returning a :class:`matplotlib.figure.Figure`:
 - :func:`transformer_layers`          the encoder layer and the decoder layer, post-LN or pre-LN (notebook 07);
 - :func:`kv_cache`                    one generation step with a key/value cache (notebooks 08 and 09);
 - :func:`online_softmax`              attention over keys in blocks with a running max and sum (notebook 10);
+- :func:`flash_attention_tiles`       FlashAttention's tiles of queries and keys, slow and fast memory (notebook 10);
 - :func:`grouped_query_heads`         query heads sharing key/value heads (notebook 10);
 - :func:`data_parallel`               DistributedDataParallel: replicas, batch shards, all-reduce (notebook 10).
 
@@ -42,6 +43,7 @@ __all__ = [
     "transformer_layers",
     "kv_cache",
     "online_softmax",
+    "flash_attention_tiles",
     "grouped_query_heads",
     "data_parallel",
 ]
@@ -637,6 +639,71 @@ def online_softmax(num_blocks: int = 4) -> Figure:
         prev = x
     _text(ax, 6.5, 0.2, r"$m \leftarrow \max(m, \max_j s_j)$;  $\ell \leftarrow \ell\, e^{m_{old} - m} + \Sigma_j e^{s_j - m}$;  "
           r"$acc \leftarrow acc\, e^{m_{old} - m} + e^{s - m} V$;  output $= acc / \ell$", fs=SMALL)
+    return fig
+
+
+def flash_attention_tiles(num_tiles: int = 4, causal: bool = False) -> Figure:
+    """FlashAttention's forward pass for one head, as notebook 10 writes it (queries in the outer loop, as in
+    FlashAttention-2): the (T, T) matrix of scores is cut into ``num_tiles`` (3-6) tiles of queries by
+    ``num_tiles`` tiles of keys. Tile (b, c) loads Q_b and K_c, V_c from slow memory (HBM) into fast memory
+    (SRAM), computes its block of scores E there and folds it into the running m, ℓ and acc of the b_q queries;
+    after the last key tile O_b = acc / ℓ and L_b = m + log ℓ go back to slow memory. The scores and weights
+    never do. ``causal=True`` greys out the tiles above the diagonal, which the loop skips."""
+    if isinstance(num_tiles, bool) or not isinstance(num_tiles, int) or not 3 <= num_tiles <= 6:
+        raise ValueError(f"num_tiles must be an int from 3 to 6 (tiles per side of the score matrix), got {num_tiles!r}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False, got {causal!r}")
+    n = num_tiles
+    fig, ax = _canvas(11.0, 4.5)
+    hbm_x, hbm_w = 1.3, 2.2
+    _box(ax, hbm_x, 2.05, hbm_w, 3.7, "", role="token", lw=1.6, ls="--")
+    _text(ax, hbm_x, 3.65, "slow memory (HBM)", fs=12, weight="bold")
+    rows = ((3.05, r"$Q$  $(T, d_k)$", "query"), (2.45, r"$K$  $(T, d_k)$", "key"), (1.85, r"$V$  $(T, d_v)$", "value"),
+            (1.25, r"$O$  $(T, d_v)$", "op"), (0.65, r"$L$  $(T)$", "op"))
+    for y, label, role in rows:
+        _box(ax, hbm_x, y, hbm_w - 0.3, 0.48, label, role=role, fs=12, z=4)
+
+    side = 2.9  # the score matrix, tile by tile
+    cell = side / n
+    gx, gtop = 4.45, 3.45
+    b_hi, c_hi = min(2, n - 1), min(2, n - 1) if causal else n - 2
+    for b in range(n):
+        for c in range(n):
+            skipped = causal and c > b
+            fc = "#D9D9D9" if skipped else "#FFFFFF"
+            ec = COLORS["attention"][1] if (b, c) == (b_hi, c_hi) else "#888888"
+            lw = 3.0 if (b, c) == (b_hi, c_hi) else 0.9
+            ax.add_patch(Rectangle((gx + c * cell, gtop - (b + 1) * cell), cell, cell, fc=fc, ec=ec, lw=lw,
+                                   zorder=5 if (b, c) == (b_hi, c_hi) else 3))
+        _box(ax, gx - 0.33, gtop - (b + 0.5) * cell, 0.5, cell - 0.06, f"$Q_{{{b + 1}}}$", role="query", fs=11, pad=0.02)
+    for c in range(n):
+        _box(ax, gx + (c + 0.5) * cell, gtop + 0.3, cell - 0.06, 0.5, f"$K_{{{c + 1}}}$", role="key", fs=11, pad=0.02)
+    hx, hy = gx + (c_hi + 0.5) * cell, gtop - (b_hi + 0.5) * cell
+    _text(ax, hx, hy, "$E$", fs=12, weight="bold")
+    # the inner loop runs along row b_hi, the outer loop down the query tiles
+    last = b_hi if causal else n - 1
+    _arrow(ax, (gx + 0.1, hy - 0.3 * cell), (gx + (last + 1) * cell - 0.1, hy - 0.3 * cell), color=COLORS["attention"][1],
+           lw=2.0, z=6)
+    _path(ax, [(gx - 0.72, gtop - 0.15), (gx - 0.72, gtop - side + 0.15)], color=COLORS["query"][1], lw=2.0)
+    _text(ax, gx + side / 2, 0.3, "inner loop: key tiles $c$", fs=12, color=COLORS["attention"][1])
+    _text(ax, gx - 0.95, gtop - side / 2, "outer loop: query tiles $b$", fs=12, rotation=90, color=COLORS["query"][1])
+    if causal:
+        _text(ax, gx + side - cell, gtop - 0.45 * cell, "skipped", fs=11)
+    _arrow(ax, (hbm_x + hbm_w / 2 - 0.15, 3.05), (gx - 0.6, gtop - 0.5 * cell), color=COLORS["query"][1], lw=1.4)
+    _arrow(ax, (hbm_x + hbm_w / 2 - 0.15, 2.45), (gx + 0.1, gtop + 0.3), color=COLORS["key"][1], lw=1.4)
+
+    # fast memory: what one tile needs
+    fx, fw = 9.15, 3.4
+    _box(ax, fx, 2.3, fw, 2.9, "", role="norm", lw=1.8)
+    _text(ax, fx, 3.5, "fast memory (SRAM), tile $(b, c)$", fs=12, weight="bold")
+    lines = (r"load $Q_b$, $K_c$, $V_c$", r"$E = Q_b K_c^\top / \sqrt{d_k}$  $(b_q, b_k)$",
+             r"$m' = \max(m, \mathrm{rowmax}\,E)$", r"$\tilde A = \exp(E - m')$;  $\ell$, acc $\times\, e^{m - m'}$",
+             r"$m, \ell$  $(b_q)$;  acc  $(b_q, d_v)$", r"after the last $c$: write $O_b$, $L_b$")
+    for k, line in enumerate(lines):
+        _text(ax, fx, 3.12 - 0.4 * k, line, fs=12)
+    _path(ax, [(hx + 0.2, hy + 0.15), (fx - fw / 2, 2.95)], color=COLORS["attention"][1], lw=1.4, ls="--", z=6)
+    _text(ax, fx, 0.5, "the $T \\times T$ scores $E$ and weights $A$", fs=12)
+    _text(ax, fx, 0.2, "never reach slow memory", fs=12)
     return fig
 
 
