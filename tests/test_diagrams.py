@@ -152,7 +152,7 @@ def test_rnn_encoder_decoder_labels():
 
 def test_additive_attention_step_labels():
     text = labels(diagrams.additive_attention_step())
-    for key in ("$s_{t-1}$", r"v_a^\top \tanh(U s_{t-1} + W h_i)", "softmax", "$e_{t,1}$", "$h_{6}$", "c_t =",
+    for key in ("$s_{t-1}$", r"v \cdot \tanh(s_{t-1} W_s + h_i W_h)", "softmax", "$e_{t,1}$", "$h_{6}$", "c_t =",
                 "weights $a_{t,i}$", "s_t = g(y_{t-1}, s_{t-1}, c_t)", "= men", "= play"):
         assert key in text, key
 

@@ -234,7 +234,7 @@ def additive_attention_step(
     """One decoder step t of the attention decoder of notebook 03 (``utils.rnn.attend``).
 
     The previous decoder state s_{t-1} is scored against every encoder state h_i with the additive
-    score e_{t,i} = v_aᵀ tanh(U s_{t-1} + W h_i) (``utils.rnn.AdditiveScore``); a softmax over the
+    score e_{t,i} = v · tanh(s_{t-1} W_s + h_i W_h) (``utils.rnn.AdditiveScore``, in NOTATION.md's row form); a softmax over the
     real source positions gives the weights a_{t,i}; the context is c_t = Σ_i a_{t,i} h_i; the GRU
     then computes s_t = g(y_{t-1}, s_{t-1}, c_t), from which the next word y_t is predicted.
 
@@ -262,7 +262,7 @@ def additive_attention_step(
     x_lo, x_hi = xs[0] - cw / 2, xs[-1] + cw / 2
     state, att = COLORS["state"][1], COLORS["attention"][1]
 
-    _text(ax, 5.5, 4.15, r"decoder step $t$:   $e_{t,i} = v_a^\top \tanh(U s_{t-1} + W h_i)$,   "
+    _text(ax, 5.5, 4.15, r"decoder step $t$:   $e_{t,i} = v \cdot \tanh(s_{t-1} W_s + h_i W_h)$,   "
           r"$a_t = \mathrm{softmax}(e_t)$,   $c_t = \Sigma_i\, a_{t,i} h_i$", fs=FONT)
     for label, y in (("weights $a_{t,i}$", y_a), ("scores $e_{t,i}$", y_e), ("encoder states $h_i$", y_h),
                      ("source", y_tok)):
