@@ -46,3 +46,15 @@ def test_plot_loss():
     assert ax.get_xlabel() == "optimizer step"
     assert len(ax.lines) == 3
     plt.close("all")
+
+
+def test_plot_attention_grid_colorbar_shares_one_scale():
+    w = torch.rand(2, 3, 4, 4) * 0.5                    # every weight below 0.5
+    fig = plot_attention_grid(w, list("abcd"), list("wxyz"), colorbar=True)
+    panels = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"][:6]
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in panels)   # one scale for all, not each panel's max
+    assert len(fig.axes) == 7                                            # 6 panels and one colour bar
+    plt.close(fig)
+    fig = plot_attention_grid(w, list("abcd"), list("wxyz"))
+    assert len(fig.axes) == 6 and fig.axes[0].images[0].get_clim()[1] == pytest.approx(float(w[0, 0].max()))
+    plt.close(fig)

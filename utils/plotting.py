@@ -30,12 +30,14 @@ def plot_attention(
     cmap: str = "viridis",
     annotate: bool = False,
     colorbar: bool = True,
+    vmax: float | None = None,
 ) -> plt.Axes:
     """Heatmap of one attention map: rows are queries (what is being produced),
     columns are keys (what is attended to), both labelled with their tokens.
 
     ``weights`` is (Tq, Tk); extra rows/columns beyond the token lists (padding)
-    are cut off, so pass the real tokens only.
+    are cut off, so pass the real tokens only. The colours run from 0 to ``vmax``
+    (default: the map's own largest weight; pass 1.0 to compare several maps).
     """
     w = _as_numpy(weights)
     if w.ndim != 2:
@@ -46,7 +48,9 @@ def plot_attention(
     w = w[:nq, :nk]
     if ax is None:
         _, ax = plt.subplots(figsize=(0.45 * nk + 2, 0.4 * nq + 1.5))
-    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=max(1e-9, float(w.max())) if w.min() >= 0 else None, aspect="auto")
+    if vmax is None:
+        vmax = max(1e-9, float(w.max())) if w.min() >= 0 else None
+    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(nk), list(key_tokens), rotation=90)
     ax.set_yticks(range(nq), list(query_tokens))
     ax.tick_params(length=0)
@@ -69,9 +73,13 @@ def plot_attention_grid(
     row_label: str = "layer",
     col_label: str = "head",
     cell_size: float = 2.6,
+    colorbar: bool = False,
 ) -> plt.Figure:
     """A grid of attention maps: ``weights`` is (rows, cols, Tq, Tk), e.g.
-    (layers, heads, Tq, Tk); (heads, Tq, Tk) gives a single row."""
+    (layers, heads, Tq, Tk); (heads, Tq, Tk) gives a single row.
+
+    Each panel is coloured from 0 to its own largest weight; with ``colorbar=True`` every
+    panel uses one scale, 0 to 1, shown by one colour bar, so panels can be compared."""
     w = _as_numpy(weights)
     if w.ndim == 3:
         w = w[None]
@@ -82,13 +90,17 @@ def plot_attention_grid(
     for r in range(R):
         for c in range(C):
             ax = axes[r, c]
-            plot_attention(w[r, c], query_tokens, key_tokens, ax=ax, colorbar=False)
+            plot_attention(w[r, c], query_tokens, key_tokens, ax=ax, colorbar=False, vmax=1.0 if colorbar else None)
             ax.set_title(f"{row_label} {r + 1} · {col_label} {c + 1}" if R > 1 else f"{col_label} {c + 1}", fontsize=9)  # counted from 1
             if c > 0:
                 ax.set_yticklabels([])
             if r < R - 1:
                 ax.set_xticklabels([])
     fig.tight_layout()
+    if colorbar:
+        fig.subplots_adjust(right=0.93)
+        cax = fig.add_axes((0.945, 0.15, 0.008, 0.7))
+        fig.colorbar(axes[0, 0].images[0], cax=cax, label="attention weight")
     return fig
 
 
