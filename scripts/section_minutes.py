@@ -1,5 +1,9 @@
 """Minutes a self-paced learner needs for each ``##`` section of a notebook, by a fixed rule, and the
-short line ``*≈ N min*`` that shows them under the section's heading.
+short line ``*≈ N min on your own*`` that shows them under the section's heading.
+
+Two kinds of minutes appear in a notebook, and each says which it is: this line is a self-paced reader's
+time (reading the section and trying its code); a speaker note's ``**Lecture time:** N min`` is a
+lecturer's time for presenting it (LECTURES.md adds those up per lecture).
 
 The rule (an estimate, the same for every notebook): prose at 150 words a minute (technical text
 with equations), code at 8 lines a minute (read it, predict what it prints, check), and 1 minute
@@ -26,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WORDS_PER_MIN, CODE_LINES_PER_MIN, MIN_PER_FIGURE = 150, 8, 1.0
 SKIP_SECTIONS = {"exercises", "summary"}
-LINE_RE = re.compile(r"^\*≈ \d+ min\*$")
+LINE_RE = re.compile(r"^\*≈ \d+ min on your own\*$")
+OLD_LINE_RE = re.compile(r"^\*≈ \d+ min\*$")     # the line before it said whose minutes they are: replaced
 SOLUTION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
 STUDENT_ONLY = re.compile(r"<!-- student-only: .*? -->", re.S)   # not in the learner's edition
 
@@ -58,7 +63,7 @@ def minutes(cells) -> int:
             continue
         src = STUDENT_ONLY.sub("", SOLUTION.sub("", cell.source))
         if cell.cell_type == "markdown":
-            text = "\n".join(l for l in src.splitlines() if not LINE_RE.match(l.strip()))
+            text = "\n".join(l for l in src.splitlines() if not (LINE_RE.match(l.strip()) or OLD_LINE_RE.match(l.strip())))
             words += len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " x ", text)))
         else:
             code += sum(1 for l in src.splitlines() if l.strip() and not l.strip().startswith("#"))
@@ -82,9 +87,9 @@ def write(nb) -> bool:
     changed = False
     for i, m in expected(nb).items():
         cell = nb.cells[i]
-        lines = [l for l in cell.source.splitlines() if not LINE_RE.match(l.strip())]
+        lines = [l for l in cell.source.splitlines() if not (LINE_RE.match(l.strip()) or OLD_LINE_RE.match(l.strip()))]
         h = next(k for k, l in enumerate(lines) if l.startswith("## "))
-        new = "\n".join(lines[: h + 1] + [f"*≈ {m} min*"] + lines[h + 1:])
+        new = "\n".join(lines[: h + 1] + [f"*≈ {m} min on your own*"] + lines[h + 1:])
         if new != cell.source:
             cell.source, changed = new, True
     return changed

@@ -42,7 +42,7 @@ IMAGE_PX_PER_LINE = 20  # an image's px (at that width) per counted line, from t
 MD_CHARS = 55          # characters of markdown per rendered line
 MD_LINE = 1.3          # a rendered markdown line is taller than a code line
 OUT_CHARS = 80         # characters of text output per rendered line
-TIME_RE = re.compile(r"\*\*Time:\*\*\s*(\d+)\s*min")
+TIME_RE = re.compile(r"\*\*Lecture time:\*\*\s*(\d+)\s*min")   # a lecturer's minutes (the headings' are a reader's)
 
 
 def slide_type(cell) -> str:

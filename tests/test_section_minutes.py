@@ -21,10 +21,13 @@ def test_the_rule():
                 nbformat.v4.new_markdown_cell("## Exercises\nnot counted")]
     nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "", "text/plain": ""})]  # 1 figure
     assert section_minutes.expected(nb) == {0: 5}
-    assert section_minutes.write(nb) and nb.cells[0].source.splitlines()[1] == "*≈ 5 min*"
+    assert section_minutes.write(nb) and nb.cells[0].source.splitlines()[1] == "*≈ 5 min on your own*"
     assert not section_minutes.write(nb)                      # idempotent
     nb.cells[0].source = nb.cells[0].source.replace("≈ 5", "≈ 9")
     assert section_minutes.shown(nb.cells[0]) == 9 != section_minutes.expected(nb)[0]
+    nb.cells[0].source = nb.cells[0].source.replace("≈ 9 min on your own", "≈ 5 min")   # unnamed minutes: stale
+    assert section_minutes.shown(nb.cells[0]) is None
+    assert section_minutes.write(nb) and nb.cells[0].source.count("min") == 1 and "on your own" in nb.cells[0].source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

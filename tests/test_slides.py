@@ -11,7 +11,7 @@ Checked here, with nbformat only:
   the line limit below without hiding their content, and notebook 08 (with the copy task, Adam written
   out, the warm-up experiment and the pronoun example) needs 69 (``python scripts/slide_report.py``);
 - **every slide** (a ``slide`` cell and the subslides that follow it) has at least one speaker-notes
-  cell (slide_type ``notes``) that says ``**Point:**``, and has a ``**Time:** N min``; the minutes of a
+  cell (slide_type ``notes``) that says ``**Point:**``, and has a ``**Lecture time:** N min``; the minutes of a
   notebook's notes add up to a 50-75 minute lecture (the outline in LECTURES.md);
 - no page is taller than ``MAX_LINES`` lines, counted by ``scripts/slide_report.py`` (code and
   output lines, markdown lines at 55 characters and 1.3 code lines each, PNGs by their height at
@@ -88,7 +88,7 @@ def test_every_slide_has_speaker_notes(path):
         first = nb.cells[slide[0]["cells"][0]].source.splitlines()[:1]
         assert notes, f"slide {k} ({first}) has no notes cell"
         assert any("**Point:**" in n.source for n in notes), f"slide {k} ({first}): notes say no **Point:**"
-        assert any(slide_report.TIME_RE.search(n.source) for n in notes), f"slide {k} ({first}): no **Time:** N min"
+        assert any(slide_report.TIME_RE.search(n.source) for n in notes), f"slide {k} ({first}): no **Lecture time:** N min"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
