@@ -201,12 +201,18 @@ HUB_STAMP := $(HUB_ENV)/.installed
 
 $(HUB_STAMP): pyproject.toml constraints.txt $(wildcard utils/*.py) $(shell find classroom/jupyter -type f 2>/dev/null)
 	@start=$$(date +%s); \
+	if [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- $(HUB_PYTHON) -c pass 2>/dev/null; then \
+		echo "hub-env: other users cannot run $(HUB_PYTHON): set HUB_PYTHON to a Python 3.10+ outside /root" \
+		     "(Debian's /usr/bin/python3.11)"; exit 1; fi; \
 	$(HUB_PYTHON) -m venv --clear $(HUB_ENV) && \
 	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt torch==$(TORCH_VERSION) && \
 	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt '.[lab,test,hub]' && \
 	$(HUB_ENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
 	cp -r classroom/jupyter/. $(HUB_ENV)/etc/jupyter/ && \
-	chmod -R a+rX $(HUB_ENV) && touch $(HUB_STAMP) && \
+	chmod -R a+rX $(HUB_ENV) && \
+	{ [ "$$(id -u)" != 0 ] || runuser -u nobody -- $(HUB_ENV)/bin/python -I -c "import utils, jupyterhub, nbgitpuller" || \
+	  { echo "hub-env: other users cannot use $(HUB_ENV) (is a folder above it private?)"; exit 1; }; } && \
+	touch $(HUB_STAMP) && \
 	echo "hub environment ($(HUB_ENV)): done in $$(( $$(date +%s) - start )) s"
 
 hub-env: $(HUB_STAMP)
