@@ -205,7 +205,7 @@ $(HUB_STAMP): pyproject.toml constraints.txt $(wildcard utils/*.py) $(shell find
 		echo "hub-env: other users cannot run $(HUB_PYTHON): set HUB_PYTHON to a Python 3.10+ outside /root" \
 		     "(Debian's /usr/bin/python3.11)"; exit 1; fi; \
 	$(HUB_PYTHON) -m venv --clear $(HUB_ENV) && \
-	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt torch==$(TORCH_VERSION) && \
+	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) && \
 	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt '.[lab,test,hub]' && \
 	$(HUB_ENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
 	cp -r classroom/jupyter/. $(HUB_ENV)/etc/jupyter/ && \

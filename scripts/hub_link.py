@@ -41,20 +41,21 @@ def settings(config: Path = CONFIG, env=os.environ) -> dict:
     hub = env.get("COURSE_HUB_URL") or (data.get("launch_buttons") or {}).get("jupyterhub_url") or ""
     repo = env.get("COURSE_REPO_URL") or repository.get("url") or ""
     branch = env.get("COURSE_REPO_BRANCH") or repository.get("branch") or "main"
+    where = config.relative_to(ROOT) if config.is_relative_to(ROOT) else config
     if not hub.strip():
-        raise LinkError(f"no hub URL: set `launch_buttons: jupyterhub_url:` in {config.relative_to(ROOT) if config.is_relative_to(ROOT) else config} "
-                        "to your JupyterHub's address, e.g. \"https://hub.example.edu\" (or COURSE_HUB_URL for one run)")
+        raise LinkError(f"no hub URL: set `launch_buttons: jupyterhub_url:` in {where} to your JupyterHub's address, "
+                        "e.g. \"https://hub.example.edu\" (or COURSE_HUB_URL for one run)")
     if urlsplit(hub).scheme not in ("http", "https") or not urlsplit(hub).netloc:
         raise LinkError(f"the hub URL {hub!r} is not an http(s) address such as \"https://hub.example.edu\"")
     if not repo.strip():
-        raise LinkError(f"no repository URL: set `repository: url:` in {config} (or COURSE_REPO_URL for one run)")
+        raise LinkError(f"no repository URL: set `repository: url:` in {where} (or COURSE_REPO_URL for one run)")
     return {"hub": hub.strip().rstrip("/"), "repo": repo.strip(), "branch": branch.strip()}
 
 
 def repo_name(repo: str) -> str:
-    """The folder nbgitpuller clones into by default: the repository URL's last part, without .git."""
-    name = urlsplit(repo).path.rstrip("/").rsplit("/", 1)[-1]
-    return name[:-4] if name.endswith(".git") else name
+    """The folder nbgitpuller clones into by default: the repository URL's last part (as it is: a URL
+    ending in .git gives a folder ending in .git)."""
+    return repo.rstrip("/").split("/")[-1]
 
 
 def notebook_path(name: str, root: Path = ROOT) -> str:

@@ -166,8 +166,9 @@ def test_the_dockerfile_installs_what_make_hub_env_installs():
     install = " ".join(_recipe("$(STAMP)"))
     for var, value in make_vars.items():
         hub, install = hub.replace(var, value), install.replace(var, value)
-    install = install.replace("$(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) ", "")
+    hub, install = (t.replace("$(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) ", "") for t in (hub, install))
     docker = " ".join((CLASSROOM / "Dockerfile").read_text().replace("\\\n", " ").split())
+    docker = docker.replace("${TORCH_INDEX:+--index-url $TORCH_INDEX} ", "")
     run = re.search(r"RUN (python -m pip install .*?) && rm -rf", docker).group(1)
     wanted = [c for c in _commands(hub) if c.startswith(("python -m pip", "python -m ipykernel", "cp -r"))]
     assert len(wanted) == 4 and _commands(run) == wanted

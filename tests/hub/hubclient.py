@@ -211,7 +211,8 @@ class Person:
         from tornado.websocket import websocket_connect
 
         url = f"{self.base.replace('http', 'ws', 1)}/api/kernels/{kid}/channels"
-        ws = await websocket_connect(HTTPRequest(url, headers=self.headers, request_timeout=60))
+        # (a kernel's websocket opens once the kernel answers: minutes when many start at once on 2 cores)
+        ws = await websocket_connect(HTTPRequest(url, headers=self.headers, connect_timeout=timeout, request_timeout=timeout))
         msg_id = uuid.uuid4().hex
         ws.write_message(json.dumps({
             "header": {"msg_id": msg_id, "username": self.name, "session": uuid.uuid4().hex,
