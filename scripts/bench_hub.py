@@ -147,6 +147,12 @@ def main(argv=None) -> int:
             p.write_notebook(f"{AID}/{AID}.ipynb", solved)
             return times
 
+        alone = work_through(students[0])   # the same section with nobody else working, for comparison
+        first = people[students[0]]
+        first.request("DELETE", f"/api/kernels/{first._kernel}")
+        first._kernel = None
+        print(f"  one student alone first: kernel start {alone[0]:.1f} s, section {sum(alone[1:]):.1f} s, slowest cell "
+              f"{max(alone[1:]):.1f} s")
         t0 = time.time()
         ran = at_once(work_through, students)
         wall = time.time() - t0

@@ -19,7 +19,8 @@ through the hub and their own server (tests/hub/hubclient.py), as they would in 
    same checks do see a leak once the exchange's permissions are loosened (COURSE_HUB_LOOSEN=1 runs the
    isolation test itself on loosened permissions, to watch it fail).
 
-Everything is removed afterwards (accounts, homes, groups, the hub's folder). Step times are printed.
+Everything is removed afterwards (accounts, homes, groups, the hub's folder) but the hub's log, copied to
+build/hub-test/jupyterhub.log. Step times are printed.
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def klass():
     finally:
         if hub:
             hub.stop()
+            keep = ROOT / "build" / "hub-test"   # the hub's log (its servers' too), kept for a failure's reader
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(hub.log, keep / "jupyterhub.log")
+            print(f"\nthe hub's log: {keep / 'jupyterhub.log'}")
         if daemon:
             daemon.terminate()
             daemon.wait()
