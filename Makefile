@@ -22,6 +22,10 @@
 #   make site       the course website in build/site/ (Jupyter Book 1, from the committed notebooks; offline)
 #   make test-site  the built website in Chromium: requests, links, figures, maths, toggles, search, axe-core
 #   make book-pdf   the whole course as one PDF, build/course.pdf (Chromium prints the built website)
+#   make hub-env    (as root) the class hub's users' environment in $(HUB_ENV), world-readable (classroom/README.md)
+#   make hub-proxy  the hub's proxy, configurable-http-proxy, from npm into classroom/node_modules (npm ci)
+#   make test-hub   (as root) a JupyterHub on 127.0.0.1 with real accounts: nbgitpuller, nbgrader's exchange,
+#                   autograde, feedback, isolation (tests/hub; skipped, saying why, when not root)
 #
 # Options:  make test PYTHON=python3.12      the interpreter the venv is made from
 #           make lab TORCH_INDEX=https://download.pytorch.org/whl/cu128   a CUDA build of torch
@@ -52,7 +56,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-oldest install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf
+.PHONY: test-oldest install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -169,8 +173,12 @@ test-oldest:
 	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The lock: every package in .venv at its installed version (torch without its build suffix, so a
-# CUDA or CPU build of the same version satisfies it).
-constraints: $(STAMP)
+# CUDA or CPU build of the same version satisfies it), the browser tests' and the class hub's included.
+HUB_VENV_STAMP := $(VENV)/.installed-hub
+$(HUB_VENV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lab,test,hub]' && touch $(HUB_VENV_STAMP)
+
+constraints: $(BROWSER_STAMP) $(HUB_VENV_STAMP)
 	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/'; } > constraints.txt.new && \
 	mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
 
@@ -200,5 +208,45 @@ test-site: site
 book-pdf: site
 	$(SITE_BIN)/python scripts/book_pdf.py
 
+# The class hub (classroom/README.md). Its users' servers run the course's environment as themselves, so
+# it is built from a Python every user can run (Debian's; the default python3 may live under /root) in a
+# world-readable folder, with the tested versions, the package copied in (not editable: students need not
+# read this checkout), the kernel registered and classroom/jupyter/ as its Jupyter configuration.
+# classroom/Dockerfile runs the same install commands (tests/test_classroom.py checks it).
+HUB_ENV ?= /opt/attention-course/hub-env
+HUB_PYTHON ?= /usr/bin/python3.11
+HUB_STAMP := $(HUB_ENV)/.installed
+
+$(HUB_STAMP): pyproject.toml constraints.txt $(wildcard utils/*.py) $(shell find classroom/jupyter -type f 2>/dev/null)
+	@start=$$(date +%s); \
+	if [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- $(HUB_PYTHON) -c pass 2>/dev/null; then \
+		echo "hub-env: other users cannot run $(HUB_PYTHON): set HUB_PYTHON to a Python 3.10+ outside /root" \
+		     "(Debian's /usr/bin/python3.11)"; exit 1; fi; \
+	$(HUB_PYTHON) -m venv --clear $(HUB_ENV) && \
+	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) && \
+	$(HUB_ENV)/bin/python -m pip install --quiet -c constraints.txt '.[lab,test,hub]' && \
+	$(HUB_ENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
+	cp -r classroom/jupyter/. $(HUB_ENV)/etc/jupyter/ && \
+	chmod -R a+rX $(HUB_ENV) && \
+	{ [ "$$(id -u)" != 0 ] || runuser -u nobody -- $(HUB_ENV)/bin/python -I -c "import utils, jupyterhub, nbgitpuller" || \
+	  { echo "hub-env: other users cannot use $(HUB_ENV) (is a folder above it private?)"; exit 1; }; } && \
+	touch $(HUB_STAMP) && \
+	echo "hub environment ($(HUB_ENV)): done in $$(( $$(date +%s) - start )) s"
+
+hub-env: $(HUB_STAMP)
+
+classroom/node_modules/.package-lock.json: classroom/package.json classroom/package-lock.json
+	cd classroom && npm ci --no-audit --no-fund --loglevel=error
+
+hub-proxy: classroom/node_modules/.package-lock.json
+
+# As root, on a machine whose accounts the test may add and remove (CI's is); skipped otherwise.
+# (Not as root, the test only reports why it is skipped, from .venv.)
+IS_ROOT := $(filter 0,$(shell id -u))
+test-hub: hub-proxy $(if $(IS_ROOT),$(HUB_STAMP),$(STAMP))
+	@start=$$(date +%s); \
+	COURSE_HUB_ENV=$(HUB_ENV) $(if $(IS_ROOT),$(HUB_ENV)/bin/python,$(BIN)/python) -m pytest -m hub -s -p no:cacheprovider tests/hub $(PYTEST_ARGS); rc=$$?; \
+	echo "hub test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
 clean:
-	rm -rf $(VENV) $(SITE_VENV) .venv-colab .venv-oldest student course build .pytest_cache
+	rm -rf $(VENV) $(SITE_VENV) .venv-colab student course build .pytest_cache classroom/node_modules

@@ -16,7 +16,8 @@ def _pyproject_requirements() -> set[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = set(meta["dependencies"])
     for name, extra in meta.get("optional-dependencies", {}).items():
-        if name != "site":  # the website's own environment (.venv-site), not the course's
+        if name not in ("site", "hub"):  # the website's own environment (.venv-site); the class hub's additions
+            # (JupyterHub, nbgitpuller: `make hub-env`), not a learner's
             reqs |= set(extra)
     return {r.replace(" ", "") for r in reqs}
 
@@ -62,7 +63,7 @@ def test_package_states_ranges_and_constraints_pin_within_them():
             name, version = line.split("==")
             pins[name.lower().replace("_", "-")] = version
     reqs = [Requirement(r) for r in meta["dependencies"]]
-    reqs += [Requirement(r) for extra in ("lab", "test") for r in meta["optional-dependencies"][extra]]
+    reqs += [Requirement(r) for extra in ("lab", "test", "hub") for r in meta["optional-dependencies"][extra]]
     for req in reqs:
         if req in meta["dependencies"]:
             assert "==" not in str(req.specifier), f"{req}: the package states ranges"
