@@ -43,7 +43,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tests")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT / "classroom")]
+import setup_class as setup_accounts  # noqa: E402  (the script an instructor runs; its `exists` is reused)
 from hubclient import ClassHub, Person, free_port  # noqa: E402
 from test_nbgrader_roundtrip import SHORTCUTS, grade_id, submission  # noqa: E402
 
@@ -104,7 +105,7 @@ def klass():
         pytest.fail(f"no users' environment in {env}: run `make hub-env` (or set COURSE_HUB_ENV)")
     if not (ROOT / "classroom" / "node_modules" / ".bin" / "configurable-http-proxy").exists():
         pytest.fail("no configurable-http-proxy in classroom/node_modules: run `make hub-proxy`")
-    taken = [n for n in [INSTRUCTOR, *STUDENTS] if _exists(n)]
+    taken = [n for n in [INSTRUCTOR, *STUDENTS] if setup_accounts.exists(n)]
     if taken:
         pytest.fail(f"accounts {taken} exist already: remove them (classroom/setup_class.py remove) or run elsewhere")
     work = Path(tempfile.mkdtemp(prefix="course-hub-"))
@@ -139,13 +140,6 @@ def klass():
         for name, s in TIMES.items():
             print(f"  {s:7.1f} s  {name}")
 
-
-def _exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 def serve_repository(work: Path):
