@@ -67,6 +67,9 @@ PLACE = re.compile(r"(?i)\b(?:sections?|§|eqs?\.|equations?|tables?|figures?|fi
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+# estimates, not measurements (tests/test_section_minutes.py and tests/test_slides.py check them): a section's
+# "*≈ N min on your own*", a note's "**Lecture time:** N min", an exercise's "· about N min ·"
+ESTIMATE = re.compile(r"\*≈ \d+ min on your own\*|\*\*Lecture time:\*\* \d+ min|·\s*about \d+ min\s*·")
 # a decimal, a number with thousands separators, or an integer/decimal followed by a measuring unit
 QUOTE = re.compile(r"(?<![\w.,/\\^_{-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)"
                    r"(?:\s?(×|x\b|%|s\b|ms\b|µs\b|min\b|M\b|k\b|K\b|B\b|GB\b|MB\b|BLEU\b))?(?![\w.,]\d)")
@@ -76,7 +79,7 @@ PRINTED = re.compile(r"(?<![\w.])-?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?
 
 def quoted_numbers(markdown: str) -> list[tuple[str, str, str]]:
     """(number, unit, context) for each measured-looking number of a markdown cell."""
-    text = COMMENT.sub(" ", markdown)
+    text = ESTIMATE.sub(" ", COMMENT.sub(" ", markdown))
     text = PLACE.sub(" ", LINK.sub(" ", MATH.sub(" ", text)))
     found = []
     for m in QUOTE.finditer(text):
@@ -156,3 +159,10 @@ def test_the_check_finds_a_stale_number():
     assert stale == ["38.20", "1.5", "690"]
     assert all(matches(n, u, text, values) for n, u, _ in quoted_numbers(nb.cells[2].source))
     assert [n for n, _, _ in quoted_numbers(nb.cells[2].source)] == ["37.7"]
+
+
+def test_estimated_minutes_are_not_read_as_measurements_but_measured_minutes_are():
+    estimates = ("## Training\n*≈ 24 min on your own*\n\n**Lecture time:** 7 min\n\n"
+                 "**Exercise 1** · 8 points · about 60 min · ★★★ ·")
+    assert quoted_numbers(estimates) == []
+    assert [n for n, u, _ in quoted_numbers("The full run took 24 min on a CPU.")] == ["24"]
