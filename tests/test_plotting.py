@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -45,6 +46,24 @@ def test_plot_loss():
     ax = plot_loss(h, window=2)
     assert ax.get_xlabel() == "optimizer step"
     assert len(ax.lines) == 3
+    plt.close("all")
+
+
+def test_plot_loss_draws_each_mean_at_the_middle_of_its_window_in_the_raw_curves_colour():
+    losses = [float(10 - i) for i in range(10)]          # a straight line: a centred mean lies on it
+    h = History(train_loss=losses)
+    ax = plot_loss(h, window=4)
+    smooth, raw = ax.lines
+    x, y = smooth.get_data()
+    np.testing.assert_allclose(np.interp(x, np.arange(1, 11), losses), y)   # no lag: on the raw line
+    assert x[-1] == 10 - 1.5 and x[0] == 1                                 # steps 7..10 averaged, drawn at 8.5
+    assert smooth.get_color() == raw.get_color()
+    plt.close("all")
+    _, ax = plt.subplots()
+    for name in ("a", "b"):                               # two labelled histories on one axes: two colours, each shared
+        plot_loss(History(train_loss=losses, val_loss=[5.0], val_step=[10]), ax=ax, label=name)
+    colours = [line.get_color() for line in ax.lines]
+    assert colours[0] == colours[1] == colours[2] != colours[3] == colours[4] == colours[5]
     plt.close("all")
 
 

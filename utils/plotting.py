@@ -105,16 +105,23 @@ def plot_attention_grid(
 
 
 def plot_loss(history, ax: plt.Axes | None = None, window: int = 20, label: str | None = None, title: str | None = None) -> plt.Axes:
-    """Training loss per step (smoothed over ``window`` steps) and, if recorded,
+    """Training loss per step (faint), its mean over ``window`` steps and, if recorded,
     validation loss at the steps it was measured. ``history`` is a
-    :class:`utils.training.History`."""
+    :class:`utils.training.History`.
+
+    Each mean is drawn at the middle of the steps it averages (a mean of steps 1..20 at step 10.5), so the
+    smoothed curve does not lag behind the raw one; it ends half a window before the last step. The raw and
+    smoothed curves of one history share a colour, so several labelled histories can share ``ax``."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     steps = np.arange(1, len(history.train_loss) + 1)
-    ax.plot(steps, history.train_loss, alpha=0.25, color="C0" if label is None else None)
-    ax.plot(steps, history.smoothed(window), label=f"{label or 'train'} (smoothed)")
+    w = max(1, min(window, len(steps)))
+    centre = steps - (np.minimum(steps, w) - 1) / 2          # the middle of the steps each mean covers
+    (smooth,) = ax.plot(centre, history.smoothed(w), label=f"{label or 'train'} (smoothed)")
+    ax.plot(steps, history.train_loss, alpha=0.25, color=smooth.get_color(), zorder=smooth.get_zorder() - 0.1)
     if history.val_loss:
-        ax.plot(history.val_step, history.val_loss, "o-", label=f"{label + ' ' if label else ''}validation")
+        ax.plot(history.val_step, history.val_loss, "o--" if label else "o-",
+                color=smooth.get_color() if label else None, label=f"{label + ' ' if label else ''}validation")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("cross-entropy loss")
     if title:
