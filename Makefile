@@ -179,8 +179,9 @@ test-oldest:
 	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (a download of about
-# 3 GB; not run by CI). Older ones: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
-# matplotlib==3.10.0" (torch 2.6.0 requires sympy 1.13.1, older than constraints.txt's; SETUP.md, "Versions").
+# 3 GB; not run by CI). Others: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
+# matplotlib==3.10.0" (torch 2.6.0 requires sympy 1.13.1, older than constraints.txt's; one printed tensor of
+# notebook 06 differs there, SETUP.md, "Versions").
 OLDEST_TORCH_SET ?= torch==2.9.1 numpy==2.0.2 matplotlib==3.10.0
 test-oldest-torch:
 	@$(MAKE) --no-print-directory test-oldest OLDEST="$(OLDEST_TORCH_SET)" \
