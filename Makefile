@@ -16,7 +16,7 @@
 #   make test-standalone  each notebook alone in an empty folder, in a Colab-like environment, with the
 #                   bootstrap cloning this checkout (COURSE_STANDALONE_NOTEBOOKS="04 06" for a subset)
 #   make test-oldest     the whole suite at the lowest NumPy and Matplotlib of the ranges (.venv-oldest)
-#   make test-oldest-torch   the same at the lowest PyTorch too (a CUDA build from PyPI, about 3 GB; .venv-oldest-torch-*)
+#   make test-oldest-torch   the same at the lowest PyTorch too (a CUDA build from PyPI: 7.3 GB installed; .venv-oldest-torch-*)
 #   make test-beside     the package installed beside another PyTorch (BESIDE_TORCH=2.14.1), which stays as it was
 #   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
 #
@@ -178,8 +178,8 @@ test-oldest:
 	PATH="$(abspath $(OLDEST_VENV))/bin:$$PATH" $(OLDEST_VENV)/bin/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (a download of about
-# 3 GB; not run by CI). Others: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
+# The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (7.3 GB installed
+# for 2.9.1 with its nvidia-* packages; not run by CI). Others: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
 # matplotlib==3.10.0" (torch 2.6.0 requires sympy 1.13.1, older than constraints.txt's; one printed tensor of
 # notebook 06 differs there, SETUP.md, "Versions").
 OLDEST_TORCH_SET ?= torch==2.9.1 numpy==2.0.2 matplotlib==3.10.0
