@@ -16,6 +16,8 @@
 #   make test-standalone  each notebook alone in an empty folder, in a Colab-like environment, with the
 #                   bootstrap cloning this checkout (COURSE_STANDALONE_NOTEBOOKS="04 06" for a subset)
 #   make test-oldest     the whole suite at the lowest NumPy and Matplotlib of the ranges (.venv-oldest)
+#   make test-oldest-torch   the same at the lowest PyTorch too (a CUDA build from PyPI: 7.3 GB installed; .venv-oldest-torch-*)
+#   make test-beside     the package installed beside another PyTorch (BESIDE_TORCH=2.14.1), which stays as it was
 #   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
 #
 # Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
@@ -56,7 +58,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-oldest install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -157,20 +159,45 @@ test-standalone: $(STAMP)
 
 # The whole suite (tests and notebooks, as `make test`) at the lowest NumPy and Matplotlib that
 # pyproject.toml's ranges allow, in its own .venv-oldest (constraints.txt with those two lowered).
+# OLDEST may lower torch too (torch==X.Y.Z): a version other than TORCH_VERSION then comes from PyPI's
+# default index, whose Linux wheels are CUDA builds (several GB with their nvidia-* packages; they run on
+# a CPU). `make test-oldest-torch` does that with the range's lower end.
 OLDEST ?= numpy==2.0.2 matplotlib==3.10.0
-OLDEST_VENV := .venv-oldest
+OLDEST_VENV ?= .venv-oldest
+OLDEST_TORCH = $(or $(patsubst torch==%,%,$(filter torch==%,$(OLDEST))),$(TORCH_VERSION))
 test-oldest:
 	@start=$$(date +%s); mkdir -p build && \
-	grep -v -E '^($(subst $(eval) ,|,$(foreach p,$(OLDEST),$(firstword $(subst ==, ,$(p))))))==' constraints.txt > build/constraints-oldest.txt && \
-	printf '%s\n' $(OLDEST) >> build/constraints-oldest.txt && \
+	grep -v -E '^($(subst $(eval) ,|,$(foreach p,$(OLDEST),$(firstword $(subst ==, ,$(p))))))==' constraints.txt > build/constraints-$(patsubst .venv-%,%,$(notdir $(OLDEST_VENV))).txt && \
+	printf '%s\n' $(OLDEST) >> build/constraints-$(patsubst .venv-%,%,$(notdir $(OLDEST_VENV))).txt && \
 	{ test -f $(OLDEST_VENV)/.installed || { $(PYTHON) -m venv $(OLDEST_VENV) && \
-	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-oldest.txt torch==$(TORCH_VERSION) && \
-	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-oldest.txt -e '.[lab,test]' && \
+	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-$(patsubst .venv-%,%,$(notdir $(OLDEST_VENV))).txt torch==$(OLDEST_TORCH) && \
+	  $(OLDEST_VENV)/bin/python -m pip install --quiet -c build/constraints-$(patsubst .venv-%,%,$(notdir $(OLDEST_VENV))).txt -e '.[lab,test]' && \
 	  $(OLDEST_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python 3 (attention-course)" >/dev/null && \
 	  touch $(OLDEST_VENV)/.installed; }; } && \
-	$(OLDEST_VENV)/bin/python -c "import numpy, matplotlib; print('oldest: numpy', numpy.__version__, 'matplotlib', matplotlib.__version__)" && \
+	$(OLDEST_VENV)/bin/python -c "import torch, numpy, matplotlib; print('oldest: torch', torch.__version__, 'numpy', numpy.__version__, 'matplotlib', matplotlib.__version__)" && \
 	PATH="$(abspath $(OLDEST_VENV))/bin:$$PATH" $(OLDEST_VENV)/bin/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (7.3 GB installed
+# for 2.9.1 with its nvidia-* packages; not run by CI). Others: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
+# matplotlib==3.10.0" (torch 2.6.0 requires sympy 1.13.1, older than constraints.txt's; one printed tensor of
+# notebook 06 differs there, SETUP.md, "Versions").
+OLDEST_TORCH_SET ?= torch==2.9.1 numpy==2.0.2 matplotlib==3.10.0
+test-oldest-torch:
+	@$(MAKE) --no-print-directory test-oldest OLDEST="$(OLDEST_TORCH_SET)" \
+	  OLDEST_VENV=.venv-oldest-torch-$(patsubst torch==%,%,$(filter torch==%,$(OLDEST_TORCH_SET)))
+
+# The package installed beside a PyTorch other than the tested one, which it must leave alone
+# (tests/test_install_beside.py): .venv-beside-$(BESIDE_TORCH) holds only that PyTorch (from PyPI's default
+# index when not on this machine: a CUDA build, several GB); not run by CI.
+BESIDE_TORCH ?= 2.14.1
+BESIDE_VENV := .venv-beside-$(BESIDE_TORCH)
+test-beside: $(STAMP)
+	@start=$$(date +%s); \
+	{ test -f $(BESIDE_VENV)/.installed || { $(PYTHON) -m venv $(BESIDE_VENV) && \
+	  $(BESIDE_VENV)/bin/python -m pip install --quiet torch==$(BESIDE_TORCH) && touch $(BESIDE_VENV)/.installed; }; } && \
+	COURSE_BESIDE_VENV=$(abspath $(BESIDE_VENV)) $(BIN)/python -m pytest -m beside -s -p no:cacheprovider tests/test_install_beside.py $(PYTEST_ARGS); rc=$$?; \
+	echo "install-beside test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The lock: every package in .venv at its installed version (torch without its build suffix, so a
 # CUDA or CPU build of the same version satisfies it), the browser tests' and the class hub's included.
