@@ -178,11 +178,10 @@ test-oldest:
 	PATH="$(abspath $(OLDEST_VENV))/bin:$$PATH" $(OLDEST_VENV)/bin/python -m pytest $(XDIST) $(NBVAL_ARGS) tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "oldest-versions suite wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (7.3 GB installed
-# for 2.9.1 with its nvidia-* packages; not run by CI). Others: e.g. OLDEST_TORCH_SET="torch==2.6.0 sympy==1.13.1 numpy==2.0.2
-# matplotlib==3.10.0" (torch 2.6.0 requires sympy 1.13.1, older than constraints.txt's; one printed tensor of
-# notebook 06 differs there, SETUP.md, "Versions").
-OLDEST_TORCH_SET ?= torch==2.9.1 numpy==2.0.2 matplotlib==3.10.0
+# The same at the lowest PyTorch of the range as well, in .venv-oldest-torch-<version> (5.8 GB installed
+# for 2.6.0 with its nvidia-* packages, 7.3 GB for 2.9.1; not run by CI). torch 2.6.0 requires sympy 1.13.1,
+# older than constraints.txt's. Others: e.g. OLDEST_TORCH_SET="torch==2.9.1 numpy==2.0.2 matplotlib==3.10.0".
+OLDEST_TORCH_SET ?= torch==2.6.0 sympy==1.13.1 numpy==2.0.2 matplotlib==3.10.0
 test-oldest-torch:
 	@$(MAKE) --no-print-directory test-oldest OLDEST="$(OLDEST_TORCH_SET)" \
 	  OLDEST_VENV=.venv-oldest-torch-$(patsubst torch==%,%,$(filter torch==%,$(OLDEST_TORCH_SET)))
