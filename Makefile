@@ -2,6 +2,7 @@
 #   make lab    create .venv, install everything, open JupyterLab on notebooks/
 #   make test   create .venv if needed, install, run every test and every notebook
 #   make test-portable   the notebooks again under PyTorch's portable CPU kernels (CI runs it too)
+#   make test-busy  the notebooks beside 3 CPU-bound processes (BUSY=3): timing claims must hold on a busy laptop
 #   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
 #   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
@@ -58,7 +59,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-busy test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -94,6 +95,20 @@ test-portable: $(STAMP)
 	ATEN_CPU_CAPABILITY=default COURSE_THREADS=$(PORTABLE_THREADS) $(BIN)/python -m pytest $(PORTABLE_XDIST) $(NBVAL_ARGS) notebooks $(PYTEST_ARGS); rc=$$?; \
 	echo "portable notebook run (ATEN_CPU_CAPABILITY=default, $(PORTABLE_THREADS) thread(s) per notebook) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
+# The notebooks on a busy computer: each run beside BUSY CPU-bound processes (default 3, on top of the
+# two notebooks at a time), as on a laptop that is also doing other work. Every assert must hold
+# there too: what a notebook asserts about time is what load cannot change. CI runs one notebook;
+# BUSY_NOTEBOOKS="notebooks/02_rnn_seq2seq.ipynb notebooks/06_positional_encoding.ipynb" for some.
+BUSY ?= 3
+BUSY_NOTEBOOKS ?= notebooks
+test-busy: $(STAMP)
+	@start=$$(date +%s); pids=""; \
+	for i in $$(seq $(BUSY)); do $(BIN)/python -c "while True: pass" & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT; \
+	echo "test-busy: $(BUSY) CPU-bound processes beside the notebooks (pids$$pids)"; \
+	$(BIN)/python -m pytest $(XDIST) $(NBVAL_ARGS) $(BUSY_NOTEBOOKS) $(PYTEST_ARGS); rc=$$?; \
+	echo "busy notebook run (beside $(BUSY) CPU-bound processes) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
 # JupyterLab driven by Playwright in the system's Chromium (Debian: apt-get install chromium);
 # skipped, saying so, without one. Not part of `make test` (pytest marker `browser`).
 BROWSER_STAMP := $(VENV)/.installed-browser
@@ -114,12 +129,12 @@ test-notebooks: $(STAMP)
 # Student versions of the notebooks in student/: nbgrader's release (generate_assignment with
 # nbgrader_config.py), solutions replaced by stubs, hidden tests removed, graded cells locked.
 student: $(STAMP)
-	$(BIN)/python scripts/make_student.py notebooks student
+	$(BIN)/python scripts/editions/make_student.py notebooks student
 
 # An nbgrader course directory (course/source -> course/release), one assignment per notebook;
 # then run nbgrader from the repository root (INSTRUCTORS.md). NOTEBOOKS="04 06" for some only.
 course: $(STAMP)
-	$(BIN)/python scripts/nbgrader_course.py course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	$(BIN)/python scripts/editions/nbgrader_course.py course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 # The round trip (release, submit stubs / solutions / known shortcuts / adversarial submissions from
 # tests/grading_attacks, autograde with the judge) on every notebook; `make test` runs it on a subset
@@ -135,12 +150,12 @@ test-checks: $(STAMP)
 	echo "wrong-answer run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
-# solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/build_decks.py.
+# solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/editions/build_decks.py.
 slides: $(STAMP)
-	$(BIN)/python scripts/build_decks.py slides --variant $(VARIANT) $(NOTEBOOKS)
+	$(BIN)/python scripts/editions/build_decks.py slides --variant $(VARIANT) $(NOTEBOOKS)
 
 handouts: $(STAMP)
-	$(BIN)/python scripts/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
+	$(BIN)/python scripts/editions/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
 
 # Works before the install too (then with $(PYTHON), and says what is missing); exit status 1 on a problem.
 doctor:
@@ -208,7 +223,7 @@ constraints: $(BROWSER_STAMP) $(HUB_VENV_STAMP)
 	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/'; } > constraints.txt.new && \
 	mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
 
-# The course website (Jupyter Book 1, see scripts/build_site.py) in its own environment, .venv-site,
+# The course website (Jupyter Book 1, see scripts/editions/build_site.py) in its own environment, .venv-site,
 # from pyproject.toml's `site` group only (no torch): build/site/index.html, served or opened as files.
 SITE_VENV ?= .venv-site
 SITE_BIN := $(SITE_VENV)/bin
@@ -217,12 +232,12 @@ SITE_STAMP := $(SITE_VENV)/.installed
 $(SITE_STAMP): pyproject.toml
 	@start=$$(date +%s); \
 	$(PYTHON) -m venv $(SITE_VENV) && \
-	$(PYTHON) scripts/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
+	$(PYTHON) scripts/editions/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
 	touch $(SITE_STAMP) && \
 	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
 
 site: $(SITE_STAMP)
-	$(SITE_BIN)/python scripts/build_site.py
+	$(SITE_BIN)/python scripts/editions/build_site.py
 
 # The built site served from 127.0.0.1 in the system's Chromium (COURSE_CHROMIUM overrides), nothing
 # else reachable (pytest marker `site`; not part of `make test`). Builds the site first.
@@ -232,7 +247,7 @@ test-site: site
 	echo "site test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 book-pdf: site
-	$(SITE_BIN)/python scripts/book_pdf.py
+	$(SITE_BIN)/python scripts/editions/book_pdf.py
 
 # The class hub (classroom/README.md). Its users' servers run the course's environment as themselves, so
 # it is built from a Python every user can run (Debian's; the default python3 may live under /root) in a

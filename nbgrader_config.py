@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent
-sys.path.insert(0, str(_REPO / "scripts"))
-from nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
+sys.path.insert(0, str(_REPO))
+from scripts.editions.nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,

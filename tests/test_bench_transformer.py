@@ -1,4 +1,4 @@
-"""Smoke test of scripts/bench_transformer.py: it runs end to end on a tiny config, reports every
+"""Smoke test of scripts/benchmarks/bench_transformer.py: it runs end to end on a tiny config, reports every
 figure, and refuses to time models that do not compute the same thing. No timing thresholds here."""
 
 import json
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
-import bench_transformer as bench  # noqa: E402
+from scripts.benchmarks import bench_transformer as bench  # noqa: E402
 
 TINY = ["--config", "tiny", "--steps", "2", "--warmup", "1", "--batch", "4", "--gen-len", "5",
         "--gen-batch", "2", "--gen-repeats", "1", "--threads", "1", "--device", "cpu"]

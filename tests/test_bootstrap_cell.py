@@ -1,4 +1,4 @@
-"""The bootstrap cell (scripts/bootstrap_cell.py): silent and inert on the course's own set-up, written
+"""The bootstrap cell (scripts/authoring/bootstrap_cell.py): silent and inert on the course's own set-up, written
 idempotently between its markers, its URL taken from pyproject.toml. The cloning path itself runs in
 `make test-standalone` (tests/test_standalone.py); here it runs once against a local clone URL that
 does not exist, to check that it fails saying what failed."""
@@ -15,8 +15,8 @@ import pytest
 
 from notebook_utils import NOTEBOOKS, ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap_cell  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.authoring import bootstrap_cell  # noqa: E402
 
 try:
     import tomllib
@@ -96,7 +96,7 @@ def test_apply_is_idempotent_updates_in_place_and_check_reports(tmp_path):
 
 
 def test_every_committed_notebook_has_the_current_bootstrap_first():
-    """Each notebook's first code cell is the bootstrap (scripts/bootstrap_cell.py notebooks/*.ipynb writes it)."""
+    """Each notebook's first code cell is the bootstrap (scripts/authoring/bootstrap_cell.py notebooks/*.ipynb writes it)."""
     for p in NOTEBOOKS:
         assert bootstrap_cell.main(["--check", str(p)]) == 0, p.name
         nb = nbformat.read(p, as_version=4)

@@ -1,5 +1,5 @@
 """The class hub's files, checked without a hub (`make test`; the hub itself runs in `make test-hub`):
-the nbgitpuller link (scripts/hub_link.py), JupyterHub's configuration, the npm lock of its proxy, and what
+the nbgitpuller link (scripts/editions/hub_link.py), JupyterHub's configuration, the npm lock of its proxy, and what
 cannot run here, offline: the Zero to JupyterHub values against the chart's keys, the Dockerfile's install
 commands against the Makefile's."""
 
@@ -16,8 +16,8 @@ import yaml
 
 from notebook_utils import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import hub_link  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.editions import hub_link  # noqa: E402
 
 CLASSROOM = ROOT / "classroom"
 
@@ -48,7 +48,7 @@ def test_a_missing_or_wrong_hub_url_says_which_setting_to_fill(tmp_path):
         hub_link.settings(config, {})
     with pytest.raises(hub_link.LinkError, match="not an http"):
         hub_link.settings(config, {"COURSE_HUB_URL": "hub.example.edu"})
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "hub_link.py"), "04"], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "hub_link.py"), "04"], capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     if "jupyterhub_url: \"\"" in (ROOT / "site" / "_config.yml").read_text():
         assert res.returncode == 2 and "launch_buttons: jupyterhub_url:" in res.stderr, res.stderr

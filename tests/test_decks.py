@@ -1,4 +1,4 @@
-"""The lecture companion (scripts/build_decks.py): slide decks and hand-outs that open offline,
+"""The lecture companion (scripts/editions/build_decks.py): slide decks and hand-outs that open offline,
 with test markers and (for students) solutions removed. Builds two small notebooks into tmp_path."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from utils.data import _sha256
 
 from notebook_utils import ROOT, read
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_decks  # noqa: E402
-from make_student import SOLUTION_DELIMITERS  # noqa: E402
-from tag_exercises import wrap_notes  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.editions import build_decks  # noqa: E402
+from scripts.editions.make_student import SOLUTION_DELIMITERS  # noqa: E402
+from scripts.authoring.tag_exercises import wrap_notes  # noqa: E402
 
 NB04 = ROOT / "notebooks" / "04_scaled_dot_product_attention.ipynb"
 NB06 = ROOT / "notebooks" / "06_positional_encoding.ipynb"

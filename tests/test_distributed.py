@@ -1,4 +1,4 @@
-"""Data parallelism: scripts/train_gpt.py under torchrun (2 gloo processes on the CPU) takes the same steps
+"""Data parallelism: scripts/recipes/train_gpt.py under torchrun (2 gloo processes on the CPU) takes the same steps
 as one process with the doubled batch.
 
 Tolerance from measurement (seeds 0, 1, 2; 5 AdamW steps of notebook 09's small GPT, 2026-11-23): the
@@ -21,7 +21,7 @@ from utils.distributed import DistInfo, autocast, init_distributed, train_gpt
 from utils.gpt import GPT, GPTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "train_gpt.py"
+SCRIPT = ROOT / "scripts" / "recipes" / "train_gpt.py"
 TOL = 1e-4
 
 

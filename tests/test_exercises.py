@@ -12,8 +12,8 @@ from nbclient import NotebookClient
 
 from notebook_utils import KERNEL, NOTEBOOKS, ROOT, heading_index, is_check, read
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_student import student_version  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.editions.make_student import student_version  # noqa: E402
 
 
 def exercise_section(nb):
@@ -52,7 +52,7 @@ TRAINS = (".backward(", "optim.")
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_an_exercise_section_that_trains_sets_the_threads_first(path):
-    """nbgrader's autograde runs only the Exercises section (scripts/nbgrader_course.py), so the
+    """nbgrader's autograde runs only the Exercises section (scripts/editions/nbgrader_course.py), so the
     notebook's set-up cell, which calls ``set_cpu_threads()``, never runs there. Without it PyTorch
     takes both cores of a 2-core machine, and beside another process a training step waits on a
     descheduled thread: 06's solution took 307 s to autograde instead of 17 s."""

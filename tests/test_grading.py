@@ -247,9 +247,9 @@ def _graded_cell(gid, outputs):
 
 def test_a_check_cell_scores_only_on_a_positive_verdict():
     """apply_verdicts, as nbgrader's own scoring (determine_grade) then reads the cells."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nbgrader.utils import determine_grade
-    from nbgrader_course import apply_verdicts
+    from scripts.editions.nbgrader_course import apply_verdicts
 
     quiet = [{"output_type": "stream", "name": "stdout", "text": "ex_check: recorded for the judge\n"}]
     partial = [{"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"text/plain": "0.5"}}]
@@ -270,8 +270,8 @@ def test_a_check_cell_scores_only_on_a_positive_verdict():
 def test_the_judge_is_ready_before_the_kernel_and_ignores_later_changes_to_the_source(tmp_path):
     """JudgeProcess reads the source notebook when it starts (before the student's kernel, under
     autograde): a kernel that then rewrites the source file cannot make the judge lenient."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from nbgrader_course import JudgeProcess
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from scripts.editions.nbgrader_course import JudgeProcess
 
     source = tmp_path / "source.ipynb"
     nbformat.write(_notebook("def double(t):\n    return 2 * t", CHECK), source)

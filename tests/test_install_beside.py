@@ -6,7 +6,7 @@ version other than constraints.txt's). Each test makes a fresh environment over 
 puts its packages on the path, as tests/test_standalone.py does, so the base stays clean), installs
 this checkout there, one way each:
 
-- as the notebooks' bootstrap cell does (scripts/bootstrap_cell.py): ``pip install --no-deps -e``, then
+- as the notebooks' bootstrap cell does (scripts/authoring/bootstrap_cell.py): ``pip install --no-deps -e``, then
   only the missing requirements, with a constraint file holding PyTorch at the version found;
 - plainly, ``pip install <checkout>``, dependencies resolved by pip, no constraints;
 

@@ -1,7 +1,7 @@
 """The nbgrader round trip, as an instructor runs it (INSTRUCTORS.md): a real course directory
 is built from the notebooks (source -> release with nbgrader's generate_assignment and the
 repository's nbgrader_config.py), students submit, and nbgrader autogrades them, with the judge
-deciding every check cell (utils/grading.py, scripts/nbgrader_course.py):
+deciding every check cell (utils/grading.py, scripts/editions/nbgrader_course.py):
 
 - ``stub``: the released notebook as handed out; it must score 0 on every autograded cell;
 - ``solution``: the released notebook with the model answers filled in; full marks, and every hidden
@@ -30,9 +30,9 @@ import pytest
 
 from notebook_utils import NOTEBOOKS, ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_student import student_version  # noqa: E402
-from nbgrader_course import build_course  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.editions.make_student import student_version  # noqa: E402
+from scripts.editions.nbgrader_course import build_course  # noqa: E402
 from grading_attacks import attacks_for  # noqa: E402
 
 HIDDEN = "### BEGIN HIDDEN TESTS"

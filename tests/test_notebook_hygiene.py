@@ -12,9 +12,9 @@ from notebook_utils import BEGIN, KERNEL, NOTEBOOKS, ROOT, exercise_cells, headi
 
 import sys
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap_cell  # noqa: E402
-import tag_exercises  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.authoring import bootstrap_cell  # noqa: E402
+from scripts.authoring import tag_exercises  # noqa: E402
 
 ids = [p.name for p in NOTEBOOKS]
 
@@ -95,7 +95,7 @@ def test_answers_are_collapsed_and_exercises_graded_like_assignments(path):
     section = nb.cells[heading_index(nb, "Exercises"):heading_index(nb, "Summary")]
     answers = [c for c in section if BEGIN in c.source]
     assert answers and all(c.metadata.get("jupyter", {}).get("source_hidden") for c in answers), \
-        "answer cells must be collapsed (run scripts/tag_exercises.py)"
+        "answer cells must be collapsed (run scripts/authoring/tag_exercises.py)"
     for c in answers:
         if c.cell_type == "markdown":
             assert "### BEGIN MARK SCHEME" in c.source, f"an open question without a mark scheme:\n{c.source[:200]}"
@@ -119,7 +119,7 @@ def test_answers_are_collapsed_and_exercises_graded_like_assignments(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_nbgrader_metadata_is_current(path):
-    assert tag_exercises.main(["--check", str(path)]) == 0, "run scripts/tag_exercises.py on this notebook"
+    assert tag_exercises.main(["--check", str(path)]) == 0, "run scripts/authoring/tag_exercises.py on this notebook"
 
 
 def test_compared_outputs_are_an_allowlist():

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("train_translation", ROOT / "scripts" / "train_translation.py")
+    spec = importlib.util.spec_from_file_location("train_translation", ROOT / "scripts" / "recipes" / "train_translation.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -44,7 +44,7 @@ def test_recipe_runs_under_torchrun_with_two_processes(tmp_path):
     import sys
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "COURSE_DEVICE": "cpu"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", str(ROOT / "scripts" / "train_translation.py"),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", str(ROOT / "scripts" / "recipes" / "train_translation.py"),
            "--model", "transformer", "--train-subset", "300", "--max-eval-len", "6", "--batch", "16", "--beam", "0",
            "--epochs", "1", "--out", str(tmp_path), "--threads", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""scripts/results_table.py: the README's results table is generated from the runs' results.json,
+"""scripts/measure/results_table.py: the README's results table is generated from the runs' results.json,
 and the table committed in the README and RESULTS.md is the one the committed results give."""
 
 import json
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
-import results_table  # noqa: E402
+from scripts.measure import results_table  # noqa: E402
 
 from utils.translation import load_run_results  # noqa: E402
 
@@ -51,15 +51,15 @@ def test_readme_table_is_the_committed_results():
     for page in ("README.md", "RESULTS.md"):
         text = (ROOT / page).read_text()
         for row in results_table.markdown_table(results_table.load_results(runs)).splitlines()[2:]:
-            assert row in text, f"{page}'s results table is stale; rerun scripts/results_table.py:\n{row}"
+            assert row in text, f"{page}'s results table is stale; rerun scripts/measure/results_table.py:\n{row}"
 
 
 def test_committed_runs_are_the_recipes_readme_commands_run():
-    """`python scripts/train_translation.py --model M` (the README's command) reproduces the committed run:
+    """`python scripts/recipes/train_translation.py --model M` (the README's command) reproduces the committed run:
     the same recipe, on the whole training split, scored on the whole test set."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("train_translation", ROOT / "scripts" / "train_translation.py")
+    spec = importlib.util.spec_from_file_location("train_translation", ROOT / "scripts" / "recipes" / "train_translation.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     runs = ROOT / "runs"

@@ -1,4 +1,4 @@
-"""scripts/run_times.py: the per-notebook "will it run here" table is recorded from test logs, and the table in
+"""scripts/measure/run_times.py: the per-notebook "will it run here" table is recorded from test logs, and the table in
 README.md and site/index.md is the one runs/notebook_times.json gives."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import run_times  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.measure import run_times  # noqa: E402
 
 LOG = """\
 =========================== notebook execution times ===========================
@@ -64,4 +64,4 @@ def test_committed_pages_hold_the_committed_table():
     for page, prefix in run_times.PAGES.items():
         text = page.read_text()
         assert run_times.table(data, prefix) in text, (
-            f"{page.relative_to(ROOT)}'s run-time table is stale: run `python scripts/run_times.py write`")
+            f"{page.relative_to(ROOT)}'s run-time table is stale: run `python scripts/measure/run_times.py write`")

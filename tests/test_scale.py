@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
-from utils.gpt import GPT, GPTConfig, generate, gpt_parameter_count, text_loss
+from utils.gpt import GPT, GPTConfig, generate, gpt_parameter_count, matched_swiglu_hidden, text_loss
 from utils.scale import (GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, block_attention, kv_cache_bytes_per_token,
-                         influence_by_distance, matched_swiglu_hidden, online_softmax_update, peak_memory, repeat_kv,
+                         influence_by_distance, online_softmax_update, peak_memory, repeat_kv,
                          rope_angles, swiglu_hidden)
 from utils.training import count_parameters
 

@@ -1,5 +1,5 @@
 """Every ``##`` section (but Exercises and Summary) shows a self-paced learner's minutes under its
-heading, computed by scripts/section_minutes.py's rule, and the line is not stale."""
+heading, computed by scripts/measure/section_minutes.py's rule, and the line is not stale."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from notebook_utils import NOTEBOOKS, ROOT, read
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import section_minutes  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.measure import section_minutes  # noqa: E402
 
 
 def test_the_rule():
@@ -37,4 +37,4 @@ def test_sections_show_their_minutes(path):
     assert exp, "no ## sections found"
     stale = {nb.cells[i].source.splitlines()[0]: (section_minutes.shown(nb.cells[i]), m)
              for i, m in exp.items() if section_minutes.shown(nb.cells[i]) != m}
-    assert not stale, f"(shown, by the rule) — run `python scripts/section_minutes.py --write`: {stale}"
+    assert not stale, f"(shown, by the rule) — run `python scripts/measure/section_minutes.py --write`: {stale}"

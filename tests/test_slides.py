@@ -9,15 +9,15 @@ Checked here, with nbformat only:
 - a deck has 15-70 pages (``slide`` + ``subslide`` cells; the first cell counts as a slide). The
   course asked for about 15-35; most notebooks need more pages than that to keep every page within
   the line limit below without hiding their content, and notebook 08 (with the copy task, Adam written
-  out, the warm-up experiment and the pronoun example) needs 69 (``python scripts/slide_report.py``);
+  out, the warm-up experiment and the pronoun example) needs 69 (``python scripts/measure/slide_report.py``);
 - **every slide** (a ``slide`` cell and the subslides that follow it) has at least one speaker-notes
   cell (slide_type ``notes``) that says ``**Point:**``, and has a ``**Lecture time:** N min``; the minutes of a
   notebook's notes add up to a 50-75 minute lecture (the outline in LECTURES.md);
-- no page is taller than ``MAX_LINES`` lines, counted by ``scripts/slide_report.py`` (code and
+- no page is taller than ``MAX_LINES`` lines, counted by ``scripts/measure/slide_report.py`` (code and
   output lines, markdown lines at 55 characters and 1.3 code lines each, PNGs by their height at
   the slide's width; ``skip`` and ``notes`` cells excluded; ``fragment`` cells count on their
   page). A page that is a single cell cannot be split by slide metadata, so it is exempt: those
-  pages are listed by ``python scripts/slide_report.py --pages`` and may need scrolling.
+  pages are listed by ``python scripts/measure/slide_report.py --pages`` and may need scrolling.
 
 How ``MAX_LINES = 28`` was chosen: the decks were exported with nbconvert 7.17's reveal template
 (its default 960x700 slide, scaled to the window) against a local copy of reveal.js 4.6.1 (npm),
@@ -40,8 +40,8 @@ import pytest
 
 from notebook_utils import NOTEBOOKS, ROOT, read
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import slide_report  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.measure import slide_report  # noqa: E402
 
 MAX_LINES = 28
 PAGES = (15, 70)

@@ -4,7 +4,7 @@ A Colab-like environment (``.venv-colab/``, built once: the tested PyTorch wheel
 preinstalls, with Colab's NumPy, Matplotlib and ipywidgets 7.7.1; nothing of the course) is the base
 of a fresh virtual environment per notebook (a ``.pth`` file puts the base's packages on its path, so
 what the bootstrap installs lands in the fresh one and the base stays clean). The notebook is copied
-alone into an empty folder with the bootstrap cell applied (scripts/bootstrap_cell.py), and run top to
+alone into an empty folder with the bootstrap cell applied (scripts/authoring/bootstrap_cell.py), and run top to
 bottom by nbval in that environment's kernel, with ``COURSE_REPO_URL`` pointing at this checkout
 (``file://``: the clone takes the committed HEAD) and ``COURSE_DATA_MIRROR`` at the data mirror, as
 in CI. Afterwards PyTorch must be the version it started with, loaded from the base.
@@ -26,8 +26,8 @@ import pytest
 
 from notebook_utils import NOTEBOOKS, ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap_cell  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.authoring import bootstrap_cell  # noqa: E402
 
 pytestmark = pytest.mark.standalone
 

@@ -2,7 +2,7 @@
 
 One source, three editions (README, "Three editions"): the notebooks in ``notebooks/`` are the
 learner's edition (model answers and speaker notes folded behind their toggles); ``make student`` /
-``make course`` give the student's (``scripts/nbgrader_course.py``: ``student_edition``, then
+``make course`` give the student's (``scripts/editions/nbgrader_course.py``: ``student_edition``, then
 nbgrader's release); the decks keep the notes for the lecturer. These tests build the student edition
 of every notebook (in memory: the same functions ``make student`` runs) and fail on anything a
 student could not use: speaker notes, pointers to the repository's scripts, run logs and instructor
@@ -19,9 +19,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from tag_exercises import NOTES_CLOSE, NOTES_OPEN  # noqa: E402
-from nbgrader_course import (LEARNER_ONLY, STUDENT_ONLY, exercise_section_start, is_speaker_notes,  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.authoring.tag_exercises import NOTES_CLOSE, NOTES_OPEN  # noqa: E402
+from scripts.editions.nbgrader_course import (LEARNER_ONLY, STUDENT_ONLY, exercise_section_start, is_speaker_notes,  # noqa: E402
                              release, student_edition)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -114,7 +114,7 @@ def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
             continue
         assert cell.metadata.get("jupyter", {}).get("source_hidden"), f"cell {i}: speaker notes not collapsed"
         assert cell.source.startswith(NOTES_OPEN) and cell.source.endswith(NOTES_CLOSE), \
-            f"cell {i}: speaker notes not folded in a closed <details> block (run scripts/tag_exercises.py)"
+            f"cell {i}: speaker notes not folded in a closed <details> block (run scripts/authoring/tag_exercises.py)"
         assert cell.source.count("<details") == 1 and "<details open" not in cell.source, f"cell {i}"
         after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
         assert not (after is not None and after.metadata.get("nbgrader", {}).get("solution")), \
@@ -124,7 +124,7 @@ def test_speaker_notes_stay_out_of_the_learners_reading_flow(path):
 def test_grade_ids_read_like_the_exercise_headings_and_instructors_md_lists_them():
     """Exercise 3's answer cell is ``ex3`` and its checks ``ex3_check``, ``ex3_check2`` ... (so a gradebook
     line names the exercise the student saw), and INSTRUCTORS.md's table is the one the script prints."""
-    from tag_exercises import EXERCISE_RE, gradebook_table
+    from scripts.authoring.tag_exercises import EXERCISE_RE, gradebook_table
 
     for path in NOTEBOOKS:
         number = None
@@ -136,7 +136,7 @@ def test_grade_ids_read_like_the_exercise_headings_and_instructors_md_lists_them
                 assert re.fullmatch(rf"ex{number}(_check\d*)?", gid), f"{path.name} cell {i}: {gid} under Exercise {number}"
     text = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
     table = gradebook_table(NOTEBOOKS)
-    assert table in text, "INSTRUCTORS.md's gradebook table is stale: python scripts/tag_exercises.py --table notebooks/*.ipynb"
+    assert table in text, "INSTRUCTORS.md's gradebook table is stale: python scripts/authoring/tag_exercises.py --table notebooks/*.ipynb"
 
 
 def _rules(text: str) -> str:

@@ -200,7 +200,7 @@ def test_checkpoint_config_is_compared(tmp_path):
     load_checkpoint(path, Seq2Seq(10, 10, emb_dim=4, enc_hidden=4, dec_hidden=4, attention="dot", dropout=0.3))
     with pytest.raises(CheckpointError, match="emb_dim: saved 4, expected 8"):
         load_checkpoint(path, dot, expected_config={**dot.config, "emb_dim": 8})
-    # a dataclass config (as scripts/train_translation.py saves it, with vars()) equals its dict
+    # a dataclass config (as scripts/recipes/train_translation.py saves it, with vars()) equals its dict
     cfg = TransformerConfig(10, 10, d_model=8, num_heads=2, d_ff=8, num_encoder_layers=1, num_decoder_layers=1)
     model = Transformer(cfg)
     path = save_checkpoint(tmp_path / "t.pt", model, config=vars(cfg))

@@ -10,7 +10,7 @@ import torch  # noqa: E402
 from ipywidgets import fixed  # noqa: E402
 from utils.explorers import explorer  # noqa: E402
 
-from utils import explorers_gpt as ex  # noqa: E402
+from utils.explorers import gpt as ex  # noqa: E402
 from utils.gpt import GPT, CharTokenizer, GPTConfig  # noqa: E402
 
 TEXT = "to be, or not to be: that is the question.\n"

@@ -11,7 +11,7 @@ import torch  # noqa: E402
 from ipywidgets import fixed  # noqa: E402
 from utils.explorers import explorer  # noqa: E402
 
-from utils import explorers_rnn as ex  # noqa: E402
+from utils.explorers import rnn as ex  # noqa: E402
 from utils.rnn import Seq2Seq, beam_search, greedy_decode  # noqa: E402
 from utils.text import PairDataset, Vocab, collate_pairs, detokenize, tokenize  # noqa: E402
 from utils.translation import TranslationData  # noqa: E402

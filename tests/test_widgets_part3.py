@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from utils.explorers import explorer  # noqa: E402
 
-from utils import explorers_transformer as ex  # noqa: E402
+from utils.explorers import transformer as ex  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

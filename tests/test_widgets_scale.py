@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from utils.explorers import explorer  # noqa: E402
 
-from utils import explorers_scale as ex  # noqa: E402
+from utils.explorers import scale as ex  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -17,8 +17,8 @@ import pytest
 from notebook_utils import KERNEL, NOTEBOOKS, ROOT, read
 from wrong_answers import checks_of, grade_id, right_answers, run_notebook, wrong_answers
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from nbgrader_course import exercise_section_start  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.editions.nbgrader_course import exercise_section_start  # noqa: E402
 
 HIDDEN_LABEL = "hidden tests when graded"
 

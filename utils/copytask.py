@@ -1,4 +1,4 @@
-"""The copy task of notebook 08 and ``scripts/warmup_optimizers.py``: a small post-LN Transformer
+"""The copy task of notebook 08 and ``scripts/recipes/warmup_optimizers.py``: a small post-LN Transformer
 learns to copy sequences of symbols, the quick test bed for optimisers and warm-up.
 
 - :func:`copy_task`: symbols a-j, sequences of 3-10 symbols; 5,000 training pairs and 200 held out;

@@ -14,7 +14,7 @@ Top to bottom:
   ``mlp="swiglu"`` (:class:`utils.scale.SwiGLU`), ``bias=False``, ``pos="sinusoidal"`` or ``"rope"``
   (rotary positions, :func:`utils.scale.apply_rotary`) and ``n_kv_head`` < ``n_head`` (grouped-query
   attention: the cache holds ``n_kv_head`` key/value heads); with all of them it is a LLaMA-style block;
-- notebook 09's incremental build (``scripts/incremental_gpt.py``), all on by default: ``residual=False``
+- notebook 09's incremental build (``scripts/recipes/incremental_gpt.py``), all on by default: ``residual=False``
   drops the skip connections (``x = attn(ln1(x))``), ``feed_forward=False`` drops the MLP and its norm,
   ``norm="none"`` drops every LayerNorm;
 - :func:`generate` samples with temperature and top-k, with a key/value cache: after the prompt,
@@ -42,7 +42,7 @@ from utils.text import check_ids, int_ids
 
 __all__ = ["CharTokenizer", "show_char", "split_text", "get_batch", "GPTConfig", "MLP", "Block", "GPT", "generate",
            "top_k_filter", "sampling_distribution", "estimate_loss", "text_loss", "gpt_parameter_count",
-           "block_from_torch"]
+           "matched_swiglu_hidden", "block_from_torch"]
 
 
 class CharTokenizer:
@@ -332,6 +332,22 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
         mlp = 3 * d * h + b * (2 * h + d)
     pos = cfg.block_size * d if cfg.pos == "learned" else 0
     return cfg.vocab_size * d + pos + cfg.n_layer * (2 * norm + attn + mlp) + norm
+
+
+def matched_swiglu_hidden(cfg, target_params: int) -> int:
+    """The SwiGLU width h that brings a :class:`GPT` with config ``cfg`` (``mlp="swiglu"``) closest
+    to ``target_params`` parameters (ties: the smaller h). The count is linear in h (each unit adds
+    3·d weights per block, and 2 biases with ``bias=True``), so h is that line solved for the target and
+    rounded to the nearest integer: every other setting of ``cfg`` is kept."""
+    from dataclasses import replace
+
+    if cfg.mlp != "swiglu":
+        raise ValueError(f"matched_swiglu_hidden sets SwiGLU's width: cfg.mlp must be 'swiglu', got {cfg.mlp!r}")
+    c1, c2 = (gpt_parameter_count(replace(cfg, mlp_hidden=h)) for h in (1, 2))
+    per_unit = c2 - c1  # parameters per hidden unit, over all blocks
+    h = 1 + (target_params - c1) / per_unit
+    h = max(1, math.floor(h) if h - math.floor(h) <= 0.5 else math.ceil(h))
+    return h
 
 
 def _check_temperature(temperature: object) -> float:

@@ -31,7 +31,7 @@ Three modes, chosen by the environment:
   never the student's code) before the student's kernel starts, and afterwards, for each graded check
   cell, the hidden block in judge mode: inputs() again, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
   forbidden-call check; anything else (no record, an exception, a record of the wrong shape) fails.
-  ``scripts/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
+  ``scripts/editions/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
   cell scores only on a positive verdict.
 
 Forbidden built-ins are found by behaviour: while run() executes, :class:`Watch` logs every PyTorch
@@ -58,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from utils.sections import appendix_start, exercise_cells, exercises_start  # noqa: F401 (part of this API)
 
 RECORDS_ENV = "COURSE_GRADING_RECORDS"
 JUDGE_ENV = "COURSE_GRADING_JUDGE"
@@ -512,14 +514,6 @@ def hidden_block(source: str) -> str | None:
     return "\n".join(lines[start + 1:end])
 
 
-def exercises_start(cells) -> int | None:
-    for i, cell in enumerate(cells):
-        if cell["cell_type"] == "markdown" and any(
-                line.strip().lower() == "## exercises" for line in "".join(cell["source"]).splitlines()):
-            return i
-    return None
-
-
 class Judge:
     """The judge, in two steps, so that it is ready before the student's code runs.
 
@@ -549,7 +543,7 @@ class Judge:
         namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
         self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
         sink = io.StringIO()
-        for cell in nb.cells[exercises_start(nb.cells) or 0:]:
+        for cell in exercise_cells(nb.cells):
             if cell.cell_type != "code":
                 continue
             meta = cell.metadata.get("nbgrader", {})

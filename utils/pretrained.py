@@ -12,7 +12,7 @@ explorers, beam search against greedy. Each model is two files in ``pretrained/`
 
 and ``pretrained/MANIFEST.json`` records each file's SHA-256 and size, and the BLEU
 each model scores on test_2016_flickr (measured on the CPU from the stored weights by
-``scripts/export_pretrained.py``). :func:`load_pretrained` checks both files against
+``scripts/recipes/export_pretrained.py``). :func:`load_pretrained` checks both files against
 the manifest before it reads them.
 
     >>> pt = load_pretrained("transformer")
@@ -72,7 +72,7 @@ def _verified(folder: Path, entry: dict, filename: str) -> Path:
         raise PretrainedError(
             f"{path} is corrupted or was changed: SHA-256 {digest[:16]}… ({size:,} bytes), the manifest expects "
             f"{expected['sha256'][:16]}… ({expected['bytes']:,} bytes). Restore it with "
-            f"`git checkout -- pretrained/{filename}` (or re-export it with scripts/export_pretrained.py)")
+            f"`git checkout -- pretrained/{filename}` (or re-export it with scripts/recipes/export_pretrained.py)")
     return path
 
 

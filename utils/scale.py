@@ -11,7 +11,6 @@ Top to bottom:
   :func:`kv_cache_bytes_per_token` is the size of the cache that saves;
 - :func:`rope_angles` and :func:`apply_rotary`: rotary position embeddings (RoPE);
 - :class:`RMSNorm` and :class:`SwiGLU`: the normalisation and feed-forward layer of LLaMA-style blocks;
-  :func:`matched_swiglu_hidden` picks SwiGLU's width so that a GPT has a given number of parameters;
 - :func:`influence_by_distance`: how strongly an encoder's output at position t depends on its input at
   position s (the norm of the Jacobian block ∂h_t/∂x_s), by distance |t − s| (path length, measured).
 
@@ -36,7 +35,7 @@ from utils.attention import check_qkv, check_mask
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
            "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
-           "matched_swiglu_hidden", "peak_memory", "influence_by_distance"]
+           "peak_memory", "influence_by_distance"]
 
 
 def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,
@@ -215,24 +214,6 @@ def swiglu_hidden(d_model: int, multiple_of: int = 16) -> int:
     rounded up to a multiple of ``multiple_of`` (LLaMA's rule)."""
     h = int(8 * d_model / 3)
     return multiple_of * math.ceil(h / multiple_of)
-
-
-def matched_swiglu_hidden(cfg, target_params: int) -> int:
-    """The SwiGLU width h that brings a :class:`utils.gpt.GPT` with config ``cfg`` (``mlp="swiglu"``) closest
-    to ``target_params`` parameters (ties: the smaller h). The count is linear in h (each unit adds
-    3·d weights per block, and 2 biases with ``bias=True``), so h is that line solved for the target and
-    rounded to the nearest integer: every other setting of ``cfg`` is kept."""
-    from dataclasses import replace
-
-    from utils.gpt import gpt_parameter_count  # utils.gpt imports this module
-
-    if cfg.mlp != "swiglu":
-        raise ValueError(f"matched_swiglu_hidden sets SwiGLU's width: cfg.mlp must be 'swiglu', got {cfg.mlp!r}")
-    c1, c2 = (gpt_parameter_count(replace(cfg, mlp_hidden=h)) for h in (1, 2))
-    per_unit = c2 - c1  # parameters per hidden unit, over all blocks
-    h = 1 + (target_params - c1) / per_unit
-    h = max(1, math.floor(h) if h - math.floor(h) <= 0.5 else math.ceil(h))
-    return h
 
 
 class SwiGLU(nn.Module):

@@ -64,7 +64,7 @@ def peak_lr(d_model: int, warmup: int, factor: float = 1.0) -> float:
 
 def warmup_decay(steps: int, warmup: bool = True, warmup_fraction: float = 0.2, floor: float = 0.02):
     """A ``LambdaLR`` factor for a short run of ``steps`` optimiser steps (notebook 08's copy task,
-    ``scripts/warmup_optimizers.py``): the peak rate times a linear decay to ``floor`` over the steps
+    ``scripts/recipes/warmup_optimizers.py``): the peak rate times a linear decay to ``floor`` over the steps
     after the first ``w = int(steps · warmup_fraction)``; with ``warmup`` it also rises linearly over
     those first ``w`` steps (``min(rise, decay)``), without it starts at the peak. The two differ only in
     the first ``w`` steps. The argument ``s`` is the number of optimiser steps taken so far."""

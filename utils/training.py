@@ -79,7 +79,7 @@ def set_cpu_threads(n: int | None = None) -> int:
     for both. When another program also wants the CPU (a browser, a video call, a
     class sharing one JupyterHub), that wait grows several-fold: measured on a 2-core
     machine beside a second training process, a notebook-09 training step took 3.4x
-    its quiet time with 2 threads and 1.5x with 1 (``scripts/bench_load.py --steps``).
+    its quiet time with 2 threads and 1.5x with 1 (``scripts/benchmarks/bench_load.py --steps``).
     GPU work is unaffected.
     """
     if n is None:

@@ -305,7 +305,7 @@ def bleu_by_length(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
     return rows
 
 
-# Where scripts/train_translation.py writes the full-data runs (the repository's runs/ folder).
+# Where scripts/recipes/train_translation.py writes the full-data runs (the repository's runs/ folder).
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
 
 
@@ -314,14 +314,14 @@ def load_run_results(model: str, runs: str | Path | None = None) -> dict:
 
     Notebooks use it to put the full-data numbers (too slow to train in a notebook on a
     CPU) beside their own small runs; every number in it was measured by
-    ``scripts/train_translation.py``.
+    ``scripts/recipes/train_translation.py``.
     """
     path = Path(runs if runs is not None else RUNS_DIR) / model / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"no full-data results at {path}; train them with "
-                                f"`python scripts/train_translation.py --model {model}`")
+                                f"`python scripts/recipes/train_translation.py --model {model}`")
     results = json.loads(path.read_text())
     missing = {"test", "bleu_by_length", "epoch_seconds", "parameters"} - set(results)
     if missing:
-        raise ValueError(f"{path} lacks {sorted(missing)}; was it written by scripts/train_translation.py?")
+        raise ValueError(f"{path} lacks {sorted(missing)}; was it written by scripts/recipes/train_translation.py?")
     return results

@@ -1,5 +1,5 @@
 """The offline lecture companion in a real browser: a reveal.js deck and an HTML hand-out
-(built by scripts/build_decks.py, as `make slides` / `make handouts` do) opened from file://
+(built by scripts/editions/build_decks.py, as `make slides` / `make handouts` do) opened from file://
 with every network request refused: nothing is requested outside the build folder, KaTeX
 typesets every formula (no `$$` or `\\frac` left on screen), the deck has as many slides as
 the notebook's slideshow metadata says, speaker notes stay off the slides, and each
@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # the checkout stays as it was unless asked (a tracked screenshot rewritten on every run left clones dirty)
 SHOTS = ROOT / os.environ.get("COURSE_BROWSER_SCREENSHOTS", "build/screenshots")
-sys.path.insert(0, str(ROOT / "scripts"))
-import slide_report  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from scripts.measure import slide_report  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -31,7 +31,7 @@ NOTEBOOKS = ["04_scaled_dot_product_attention", "08_transformer_translation"]
 def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("decks")
     for kind in ("slides", "handouts"):
-        subprocess.run([sys.executable, str(ROOT / "scripts" / "build_decks.py"), kind, *NOTEBOOKS,
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "build_decks.py"), kind, *NOTEBOOKS,
                         "--out", str(out / kind)], check=True, cwd=ROOT, capture_output=True)
     return out
 

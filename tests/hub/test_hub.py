@@ -5,10 +5,10 @@ JupyterHub with classroom/jupyterhub_config.py on 127.0.0.1 (its proxy from clas
 git daemon serving this checkout's HEAD as the course's repository, and then each person works only
 through the hub and their own server (tests/hub/hubclient.py), as they would in JupyterLab:
 
-1. each student opens the nbgitpuller link to notebook 04 (scripts/hub_link.py): it is cloned into their
+1. each student opens the nbgitpuller link to notebook 04 (scripts/editions/hub_link.py): it is cloned into their
    home; one edits it, the course changes upstream (also in the cell she edited), she pulls again and keeps
    her edit while the rest of the change arrives;
-2. the instructor clones the repository into their home, builds the course (scripts/nbgrader_course.py)
+2. the instructor clones the repository into their home, builds the course (scripts/editions/nbgrader_course.py)
    and releases assignment 04 through the exchange; each student fetches it (the Assignments tab's REST
    calls); one submits the model answers, one the stub, one the answers with Exercise 4 done by the
    library's attention (a shortcut the hidden tests catch);
@@ -162,7 +162,7 @@ def serve_repository(work: Path):
 
 def hub_link(klass, notebook: str) -> str:
     env = {**os.environ, "COURSE_HUB_URL": klass.hub.url, "COURSE_REPO_URL": klass.repo.url, "COURSE_REPO_BRANCH": "main"}
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "hub_link.py"), notebook], env=env, check=True,
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "hub_link.py"), notebook], env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
@@ -228,7 +228,7 @@ def graded(klass, pulled):
     students = {n: klass.people[n] for n in STUDENTS}
     with step("instructor: clone the repository, build the course (04)"):
         teach.sh(f"git clone --quiet {klass.repo.url} {COURSE}")
-        teach.sh(f"cd {COURSE} && python scripts/nbgrader_course.py course --notebooks 04")
+        teach.sh(f"cd {COURSE} && python scripts/editions/nbgrader_course.py course --notebooks 04")
     with step("instructor: nbgrader release_assignment"):
         teach.sh(f"cd {COURSE} && nbgrader release_assignment {AID}")
     with step("3 students fetch it (Assignments tab), at once"):

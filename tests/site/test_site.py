@@ -1,4 +1,4 @@
-"""The course website (`make site`, scripts/build_site.py) as a reader sees it, in Chromium.
+"""The course website (`make site`, scripts/editions/build_site.py) as a reader sees it, in Chromium.
 
 `make test-site` builds build/site/ and runs this file (pytest marker `site`; `make test` deselects
 it). The site is served from 127.0.0.1 and every request to anything else is refused and recorded.
@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-test"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-sys.path.insert(0, str(ROOT / "scripts"))
-from book_pdf import _Quiet, chromium_path  # noqa: E402  (the PDF script serves and prints the same site)
+sys.path.insert(0, str(ROOT))
+from scripts.editions.book_pdf import _Quiet, chromium_path  # noqa: E402  (the PDF script serves and prints the same site)
 
 pytestmark = pytest.mark.site
 

@@ -139,9 +139,10 @@ def run_notebook(path: Path, wrongs: list[Wrong | Right], kernel_name: str, sect
     import tempfile
 
     from utils.grading import RECORDS_ENV, Judge
+    from utils.sections import exercise_cells
 
     nb = nbformat.read(path, as_version=4)
-    section = nb.cells[section_start:]
+    section = exercise_cells(nb.cells[section_start:])   # up to the appendix, as autograde runs it
     answers = {grade_id(c): c.source for c in section if c.cell_type == "code"
                and c.metadata.get("nbgrader", {}).get("solution")}
     judge = Judge(nb)

@@ -1,0 +1,387 @@
+"""Build the course website with Jupyter Book 1 from the committed, executed notebooks and the guides.
+
+    python scripts/editions/build_site.py                 # build/site/ (index.html, one page per notebook and guide)
+    python scripts/editions/build_site.py --prepare-only  # only assemble the sources in build/site-src/
+
+(`make site` runs this in `.venv-site`, made from the `site` dependency group of pyproject.toml.)
+Nothing is executed (`execute_notebooks: off`) and nothing is fetched: MathJax comes from
+`vendor/mathjax-3.2.2` and is copied into the site's `_static/`.
+
+The sources are assembled in ``build/site-src/`` laid out as the repository is (``notebooks/``,
+the guides at the top, ``site/`` for the landing and licence pages, ``_config.yml`` and ``_toc.yml``
+from ``site/``), so each page's "open in Colab", "download" and "view source" buttons point at the
+same path in the repository. The committed notebooks are never changed; their copies are made
+ready for a reader:
+
+* speaker notes (``notes`` cells) stay in their closed ``<details class="speaker-notes">`` block;
+* a code model answer (nbgrader ``solution``) is folded behind a "Show the model answer" toggle
+  (MyST-NB's ``hide-cell`` tag, added to the copy), its ``### BEGIN/END SOLUTION`` lines dropped;
+  an open question's answer stays in its closed ``<details>`` block, its summary saying "Model answer";
+* hidden tests (``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``) and mark schemes
+  (``### BEGIN MARK SCHEME`` ... ``### END MARK SCHEME``) are removed, and so are ``# NBVAL_`` lines;
+* an explorer's output keeps its saved figure (``image/png``) and gets one line saying to open the
+  notebook in Jupyter to move its controls (``scripts/editions/build_decks.py``'s widget handling);
+* each figure gets alt text: the figure's cell's leading comment or the sentence that introduces it;
+* links to repository files that are not pages of the site (``scripts/``, ``runs/``, ``utils/``)
+  point at the repository (``repository.url`` in ``site/_config.yml``);
+* a notebook's appendix (``## Appendix: the measurements behind the claims`` and what follows) becomes
+  a page of its own, the chapter's sub-page ``NN_name_appendix``, its headings one level up; the main
+  line's links to it (``[Appendix A.2](#appendix-a2)``) lead there, and its links back to the
+  chapter (``#a-heading``) lead to the chapter's page.
+"""
+
+from __future__ import annotations
+
+import time
+
+_STARTED = time.perf_counter()
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import nbformat  # noqa: E402
+import yaml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT)]
+from scripts.editions.build_decks import NBVAL_LINE, WIDGET_VIEW, _drop_lines, _static_widget_output, all_notebooks  # noqa: E402
+from scripts.editions.make_student import SOLUTION_DELIMITERS  # noqa: E402
+from scripts.authoring.tag_exercises import is_solution  # noqa: E402
+from scripts.editions.vendor_assets import vendored_dir  # noqa: E402
+from utils.sections import appendix_start  # noqa: E402
+
+SITE = ROOT / "site"
+SRC = ROOT / "build" / "site-src"
+OUT = ROOT / "build" / "site"
+GUIDES = ["README.md", "SETUP.md", "RESULTS.md", "TESTING.md", "LECTURES.md", "INSTRUCTORS.md", "NOTATION.md",
+          "CONTRIBUTING.md", "LAYOUT.md"]
+BEGIN_SOLUTION, END_SOLUTION, BEGIN_MARK, END_MARK, BEGIN_HIDDEN, END_HIDDEN = SOLUTION_DELIMITERS
+WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; open the notebook "
+               "in Jupyter (the launch button above, or <code>make lab</code>) to move its controls.</em></p>")
+ANSWER_PROMPTS = {"code_prompt_show": "Show the model answer", "code_prompt_hide": "Hide the model answer"}
+# a markdown link or image: [text](target) / ![alt](target), target without spaces
+MD_LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
+HTML_LINK = re.compile(r"""((?:href|src)=")([^"]+)(")""")
+
+
+def config() -> dict:
+    return yaml.safe_load((SITE / "_config.yml").read_text())
+
+
+def repo_url(cfg: dict) -> str:
+    repo = cfg["repository"]
+    return f"{repo['url'].rstrip('/')}/blob/{repo.get('branch', 'main')}"
+
+
+# ---------------------------------------------------------------- notebooks
+
+
+def drop_region(source: str, begin: str, end: str) -> str:
+    """Remove every region from a line containing ``begin`` to the line containing ``end`` (both included)."""
+    out, inside = [], False
+    for line in source.split("\n"):
+        if begin in line:
+            inside = True
+        elif end in line and inside:
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{begin!r} without {end!r}")
+    return "\n".join(out).rstrip("\n") + ("\n" if source.endswith("\n") else "")
+
+
+def _plain_math(tex: str) -> str:
+    """A formula as plain words for alt text: \\sqrt{d_k} -> √d_k, \\frac{a}{b} -> a/b, \\mathrm{x} -> x."""
+    tex = tex.replace("^\\top", "ᵀ").replace("^T", "ᵀ")
+    tex = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", tex)
+    tex = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", tex)
+    tex = re.sub(r"\\(?:mathrm|text|mathbf|operatorname|left|right|,|!|;)", "", tex)
+    tex = re.sub(r"\\([A-Za-z]+)", r"\1", tex)
+    return tex.replace("{", "").replace("}", "")
+
+
+def _plain(text: str) -> str:
+    text = re.sub(r"\$\$?([^$]+)\$\$?", lambda m: _plain_math(m.group(1)), text)
+    text = re.sub(r"<[^>]+>", "", text)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[*`$\\]", "", text)
+    return " ".join(text.split())
+
+
+def _last_sentence(markdown: str) -> str:
+    markdown = re.sub(r"(?ms)^```.*?^```", "", markdown)  # code blocks are not the sentence
+    lines = [ln for ln in markdown.split("\n") if ln.strip() and not ln.lstrip().startswith(("<", "*≈"))]
+    text = _plain(" ".join(lines))
+    sentences = [s for s in re.split(r"(?<=[.:;!?])\s+", text) if len(s) >= 25 and not s.startswith("(")]
+    return sentences[-1] if sentences else text
+
+
+def alt_text(cell, previous_markdown: str | None, heading: str) -> str:
+    """What a figure shows, for its alt text: the code cell's leading comment, else the sentence before it."""
+    first = cell.source.lstrip().split("\n", 1)[0].strip()
+    if first.startswith("#") and not first.startswith(("# NBVAL", "#%", "# CHECK")) and len(first) > 12:
+        what = first.lstrip("# ").strip()
+    elif previous_markdown:
+        what = _last_sentence(previous_markdown)
+    else:
+        what = heading
+    what = what.rstrip(":").strip()
+    if len(what) > 220:
+        what = what[:217].rsplit(" ", 1)[0] + "…"
+    return f"Figure ({heading}): {what}" if heading and heading not in what else f"Figure: {what}"
+
+
+def is_answer(cell) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("solution")) or is_solution(cell)
+
+
+def prepare_notebook(nb):
+    """The reader's copy of a committed notebook (see the module docstring)."""
+    nb = copy.deepcopy(nb)
+    heading, previous_md = nb.cells[0].source.split("\n", 1)[0].lstrip("# ").strip(), None
+    for cell in nb.cells:
+        tags = list(cell.metadata.get("tags", []))
+        if cell.cell_type == "markdown":
+            if is_answer(cell):  # an open question: the answer in its closed <details>, the mark scheme out
+                cell.source = drop_region(cell.source, BEGIN_MARK, END_MARK)
+                cell.source = _drop_lines(cell.source, lambda ln: BEGIN_SOLUTION in ln or END_SOLUTION in ln)
+                cell.source = cell.source.replace("<b>Model answer and mark scheme</b>", "<b>Model answer</b>")
+            m = re.search(r"(?m)^#{1,3} (.+)$", cell.source)
+            if m:
+                heading = _plain(m.group(1))
+            if cell.metadata.get("slideshow", {}).get("slide_type") != "notes":
+                previous_md = cell.source
+            continue
+        if cell.cell_type != "code":
+            continue
+        cell.source = drop_region(cell.source, BEGIN_HIDDEN, END_HIDDEN)
+        cell.source = _drop_lines(cell.source, NBVAL_LINE.match)
+        if is_answer(cell):
+            cell.source = _drop_lines(cell.source, lambda ln: BEGIN_SOLUTION in ln or END_SOLUTION in ln)
+            tags.append("hide-cell")
+            cell.metadata.setdefault("mystnb", {}).update(ANSWER_PROMPTS)
+        outputs = []
+        for output in cell.get("outputs", []):
+            was_widget = WIDGET_VIEW in output.get("data", {})
+            _static_widget_output(output)
+            outputs.append(output)
+            if was_widget and "image/png" in output.get("data", {}):
+                outputs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_LINE}))
+        cell.outputs = outputs
+        if any("image/png" in o.get("data", {}) for o in outputs):
+            cell.metadata.setdefault("mystnb", {})["image"] = {"alt": alt_text(cell, previous_md, heading)}
+        if tags:
+            cell.metadata["tags"] = tags
+        cell.metadata.get("jupyter", {}).pop("source_hidden", None)
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+ANCHOR_LINK = re.compile(r"\[([^\]]+)\]\(#([^)\s]+)\)")
+
+
+def split_appendix(nb, name: str):
+    """(chapter, appendix page or None) of a reader's copy: the appendix becomes the chapter's sub-page
+    ``<name>_appendix``. Same-page links that cross the cut become links to the other page (raw HTML,
+    which MyST passes through, so the ``<a id>`` anchors of the appendix are the targets)."""
+    start = appendix_start(nb.cells)
+    if start is None:
+        return nb, None
+    chapter, appendix = copy.deepcopy(nb), copy.deepcopy(nb)
+    chapter.cells, appendix.cells = chapter.cells[:start], appendix.cells[start:]
+    title = next((c.source.split("\n", 1)[0].lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"), name)
+
+    def across(page: str, keep_here):
+        def fix(m):
+            text, anchor = m.group(1), m.group(2)
+            return m.group(0) if keep_here(anchor) else f'<a href="{page}.html#{anchor}">{text}</a>'
+        return fix
+
+    for cell in chapter.cells:
+        if cell.cell_type == "markdown":
+            cell.source = ANCHOR_LINK.sub(across(f"{name}_appendix", lambda a: not a.startswith("appendix")), cell.source)
+    for i, cell in enumerate(appendix.cells):
+        if cell.cell_type != "markdown":
+            continue
+        source = ANCHOR_LINK.sub(across(name, lambda a: a.startswith("appendix")), cell.source)
+        source = re.sub(r"(?m)^#(#{1,5}) ", r"\1 ", source)   # ## -> #, ### -> ##: the page's own title first
+        if i == 0:
+            source = re.sub(r"(?m)^# Appendix: ", f"# Appendix to {title}: ", source, count=1)
+        cell.source = source
+    return chapter, appendix
+
+
+def with_appendix_pages(toc: dict, names: list[str]) -> dict:
+    """The table of contents with each ``notebooks/<name>_appendix`` page under its chapter."""
+    toc = copy.deepcopy(toc)
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            name = chapter.get("file", "").removeprefix("notebooks/")
+            if name in names:
+                chapter.setdefault("sections", []).append({"file": f"notebooks/{name}_appendix"})
+    return toc
+
+
+# ---------------------------------------------------------------- markdown and links
+
+
+def site_files() -> set[str]:
+    """Repository paths that are pages of the site (links to them stay relative)."""
+    return {f"notebooks/{p.name}" for p in all_notebooks()} | set(GUIDES)
+
+
+def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str, copies: set[str]) -> str:
+    """Relative links to repository files that are not pages of the site go to the repository;
+    images and other files the pages show (``copies``, filled here) are copied next to them."""
+
+    def fix(m):
+        target = m.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        repo_path = os.path.normpath(os.path.join(rel_dir, path)).replace(os.sep, "/")
+        if repo_path in pages:
+            return m.group(0)
+        if m.group(1).startswith("!") or 'src="' in m.group(1):
+            if (ROOT / repo_path).is_file():
+                copies.add(repo_path)
+                return m.group(0)
+        if repo_path.startswith("..") or not (ROOT / repo_path).exists():
+            return m.group(0)  # left for Sphinx to report
+        kind = "tree" if (ROOT / repo_path).is_dir() else "blob"
+        url = base.replace("/blob/", f"/{kind}/") + "/" + repo_path + (f"#{anchor}" if anchor else "")
+        return m.group(1) + url + m.group(3)
+
+    return HTML_LINK.sub(fix, MD_LINK.sub(fix, text))
+
+
+def assemble(src: Path = SRC) -> dict:
+    """Write the book's sources into ``src``; return counts for the summary line."""
+    cfg = config()
+    base, pages, copies = repo_url(cfg), site_files(), set()
+    if src.exists():
+        shutil.rmtree(src)
+    (src / "notebooks").mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(SITE / name, src / name)
+    for page in SITE.glob("*.md"):
+        (src / "site").mkdir(exist_ok=True)
+        (src / "site" / page.name).write_text(rewrite_links(page.read_text(), "site", pages, base, copies))
+    shutil.copytree(SITE / "_static", src / "_static")
+    mathjax = vendored_dir("mathjax")
+    shutil.copytree(mathjax, src / "_static" / mathjax.name)
+    for guide in GUIDES:
+        (src / guide).write_text(rewrite_links((ROOT / guide).read_text(), "", pages, base, copies))
+    figures, appendices = 0, []
+    for path in all_notebooks():
+        chapter, appendix = split_appendix(prepare_notebook(nbformat.read(path, as_version=4)), path.stem)
+        for nb, target in ((chapter, path.name), (appendix, f"{path.stem}_appendix.ipynb")):
+            if nb is None:
+                continue
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = rewrite_links(cell.source, "notebooks", pages, base, copies)
+                else:
+                    figures += sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            nbformat.write(nb, src / "notebooks" / target)
+        if appendix is not None:
+            appendices.append(path.stem)
+    toc = yaml.safe_load((SITE / "_toc.yml").read_text())
+    (src / "_toc.yml").write_text(yaml.safe_dump(with_appendix_pages(toc, appendices), sort_keys=False))
+    for rel in sorted(copies):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel)
+    return {"notebooks": len(all_notebooks()), "appendix pages": len(appendices), "figures": figures,
+            "copied": len(copies)}
+
+
+# ---------------------------------------------------------------- build
+
+
+def jupyter_book() -> list[str]:
+    exe = Path(sys.executable).with_name("jupyter-book")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jupyter_book.cli.main"]
+
+
+def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
+    work = ROOT / "build" / "site-jb"
+    cmd = jupyter_book() + ["build", str(src), "--path-output", str(work), "--builder", "html", "--keep-going"]
+    if strict:
+        cmd.append("--warningiserror")
+    log = ROOT / "build" / "site-build.log"
+    with open(log, "w") as f:
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+    text = log.read_text()
+    warnings = [ln for ln in text.splitlines() if "WARNING" in ln or "ERROR" in ln]
+    for line in warnings:
+        print(line)
+    if proc.returncode != 0:
+        print(text[-4000:])
+        print(f"jupyter-book failed ({proc.returncode}); the whole log is in {log.relative_to(ROOT)}")
+        return proc.returncode
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(work / "_build" / "html", out)
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed = dedupe_scripts(text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+    return 0
+
+
+SCRIPT_TAG = re.compile(r"^\s*<script\b[^>]*>.*?</script>\s*$", re.M)
+
+
+def dedupe_scripts(html: str) -> str:
+    """Drop a <script> line that repeats an earlier one (the same src, whatever its defer, or the same body).
+
+    Jupyter Book 1.0.4 on Sphinx 7.4 writes some page assets twice: sphinx-thebe's and
+    sphinx-togglebutton's inline configuration (a second `const THEBE_JS_URL` is a script error) and
+    MathJax (a second copy fails with "Cannot set property Package")."""
+    seen, out = set(), []
+    for line in html.split("\n"):
+        if SCRIPT_TAG.match(line):
+            src = re.search(r'src="([^"?]+)', line)
+            key = src.group(1) if src else line.strip()
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(line)
+    return "\n".join(out)
+
+
+def site_size(out: Path = OUT) -> tuple[int, int, int]:
+    files = [p for p in out.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files), sum(1 for p in files if p.suffix == ".html")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prepare-only", action="store_true", help="only assemble build/site-src/")
+    parser.add_argument("--no-strict", action="store_true", help="do not turn Sphinx warnings into errors")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    counts = assemble()
+    print(f"assembled {SRC.relative_to(ROOT)}: {counts['notebooks']} notebooks ({counts['figures']} figures), "
+          f"{len(GUIDES)} guides, {counts['copied']} other files, in {time.perf_counter() - start:.1f} s")
+    if args.prepare_only:
+        return 0
+    rc = build(strict=not args.no_strict)
+    if rc:
+        return rc
+    n, size, html_pages = site_size()
+    print(f"site: {OUT.relative_to(ROOT)} holds {html_pages} HTML pages, {n} files, {size / 1e6:.1f} MB; "
+          f"built in {time.perf_counter() - _STARTED:.0f} s (open {OUT.relative_to(ROOT)}/index.html)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

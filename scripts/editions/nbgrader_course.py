@@ -1,0 +1,417 @@
+"""The course's notebooks as an nbgrader course: preprocessors, the release, and a course directory.
+
+Four pieces, used by ``nbgrader_config.py``, ``scripts/editions/make_student.py`` and the round-trip test:
+
+- ``student_edition``: the notebook a class's student is given, before nbgrader's release: no
+  speaker-notes cells, no passages marked ``<!-- learner-only -->…<!-- /learner-only -->`` (pointers
+  to the repository's scripts, run logs and instructor files), the ``<!-- student-only: … -->``
+  wording shown instead, no ``# NBVAL_`` directives. The course directory's source notebooks are
+  this edition (answers and hidden tests still in), so autograde, the judge and the release agree;
+- ``ClearReleaseMetadata``: a released notebook carries no ipywidgets state, no execution
+  timestamps and no collapsed (``source_hidden``) cells;
+- ``RELEASE_PREPROCESSORS``: nbgrader's ``generate_assignment`` pipeline with it added;
+  ``release(nb)`` applies the same pipeline in memory (without the gradebook);
+- ``ExerciseSectionExecute``: nbgrader's ``Execute`` that runs only the ``## Exercises`` section,
+  which is self-contained by the course's convention (CONTRIBUTING.md), so autograding does not
+  re-run a notebook's demonstration training for every student; then the judge (``run_judge``, a
+  separate ``python -I -m utils.grading serve`` process, prepared on the source notebook before the
+  student's kernel starts) decides every graded
+  cell and ``apply_verdicts`` writes its verdicts where nbgrader's ``SaveAutoGrades`` reads them.
+
+Build a course directory (source/ and release/, one assignment per notebook, named after it)::
+
+    python scripts/editions/nbgrader_course.py course                 # every notebook
+    python scripts/editions/nbgrader_course.py course --notebooks 04 06
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import (
+    CheckCellMetadata,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ClearSolutions,
+    ComputeChecksums,
+    Execute,
+    IncludeHeaderFooter,
+    InstantiateTests,
+    LockCells,
+    NbGraderPreprocessor,
+    SaveCells,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scripts.authoring.tag_exercises import is_speaker_notes, unwrap_details  # noqa: E402
+EXERCISES_HEADING = "## exercises"
+
+
+def exercise_section_start(nb) -> int | None:
+    """Index of the markdown cell that opens the ``## Exercises`` section (None if there is none)."""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and any(
+            line.strip().lower() == EXERCISES_HEADING for line in cell.source.splitlines()
+        ):
+            return i
+    return None
+
+
+def exercise_section_end(nb) -> int:
+    """Index one past the Exercises section's last cell: the appendix heading, or the notebook's end.
+    The appendix (``## Appendix: ...``) may use anything the main line defined, so autograde, which
+    runs the section alone, stops before it."""
+    from utils.sections import appendix_start
+
+    start = exercise_section_start(nb) or 0
+    end = appendix_start(nb.cells[start:])
+    return len(nb.cells) if end is None else start + end
+
+
+LEARNER_ONLY = re.compile(r"<!-- learner-only -->.*?<!-- /learner-only -->", re.S)
+STUDENT_ONLY = re.compile(r"<!-- student-only: (.*?) -->", re.S)
+NBVAL_DIRECTIVE = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*(\n|$)", re.M)
+
+
+def student_edition(nb):
+    """A copy of a course notebook as a class's student is to have it (before nbgrader's release,
+    which then stubs the answers and removes the hidden tests): no speaker notes, learner-only
+    passages out, student-only wording in, no nbval directives."""
+    nb = nbformat.from_dict(copy.deepcopy(nb))
+    nb.cells = [c for c in nb.cells if not is_speaker_notes(c)]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text = STUDENT_ONLY.sub(lambda m: m.group(1), LEARNER_ONLY.sub("", cell.source))
+            cell.source = text.strip("\n")
+        elif cell.cell_type == "code":
+            cell.source = NBVAL_DIRECTIVE.sub("", cell.source)
+    return nb
+
+
+class ClearReleaseMetadata(NbGraderPreprocessor):
+    """Drop what a released notebook must not carry: widget state, timestamps, collapsed cells,
+    outputs left on non-code cells (invalid nbformat, which nbgrader warns about), and the closed
+    ``<details>`` block that hides an open question's model answer in the course notebooks
+    (``scripts/authoring/tag_exercises.py``): the student's answer cell is plain markdown."""
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = unwrap_details(cell.source)
+        if cell.cell_type != "code":  # (a markdown cell that once was a code cell can keep these)
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+        jupyter = cell.metadata.get("jupyter")
+        if jupyter is not None:
+            jupyter.pop("source_hidden", None)
+            jupyter.pop("outputs_hidden", None)
+            if not jupyter:
+                del cell.metadata["jupyter"]
+        return cell, resources
+
+
+class ExerciseSectionExecute(Execute):
+    """Execute only the ``## Exercises`` section (every cell, when a notebook has none), then have
+    a separate judge process decide every graded code cell (``utils/grading.py``).
+
+    The cells before the section keep the (cleared) state they arrived in. A section that needs
+    something from earlier in the notebook fails here, which is what the course's convention (the
+    section is self-contained) rules out.
+
+    The student's kernel only records: its hidden blocks write what the student's code returned on
+    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
+    (``JudgeProcess``), started before the kernel, has meanwhile run the trusted *source* notebook's
+    section (set-up cells and model answers, no student code); once the kernel has exited it
+    recomputes the inputs and the references, loads the records and returns a verdict per graded cell
+    over a pipe. A graded code cell keeps its points
+    only with the verdict "passed" (and no error of its own): otherwise the judge's reason is put
+    first in its outputs as an error, which is what nbgrader's ``SaveAutoGrades`` scores as 0.
+    Answer cells that reach for the kernel or the grader (``utils.grading.TAMPER_PATTERNS``) fail
+    every graded cell of the notebook, with the pattern named, for a person to review.
+    """
+
+    def preprocess(self, nb, resources, km=None):
+        import tempfile
+
+        from utils.grading import JUDGE_ENV, RECORDS_ENV
+
+        os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
+        source = self._source_notebook(resources)
+        judge = JudgeProcess(source, log=self.log) if source else None   # ready before any student code runs
+        start, end = exercise_section_start(nb) or 0, exercise_section_end(nb)
+        head, section, tail = nb.cells[:start], nb.cells[start:end], nb.cells[end:]
+        nb.cells, watched = watch_cells(section, course_cells(source) if source else set())
+        records = tempfile.mkdtemp(prefix="course-records-")
+        old = os.environ.get(RECORDS_ENV)
+        os.environ[RECORDS_ENV] = records
+        try:
+            nb, resources = super().preprocess(nb, resources, km=km)
+        finally:
+            nb.cells = head + [c for c in nb.cells if not c.metadata.get("course_watch")] + tail
+            if old is None:
+                os.environ.pop(RECORDS_ENV, None)
+            else:
+                os.environ[RECORDS_ENV] = old
+        verdicts = judge.decide(records, watched) if judge else {}
+        # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
+        flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
+        apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
+        shutil.rmtree(records, ignore_errors=True)
+        return nb, resources
+
+    def _source_notebook(self, resources):
+        """The instructor's notebook in the course's source folder (nbgrader autograde), else None."""
+        info = resources.get("nbgrader") or {}
+        if not info.get("assignment"):
+            return None
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+        return path if path.is_file() else None
+
+
+def course_cells(source) -> set[str]:
+    """The sources of the course's own code cells in the source notebook's Exercises section
+    (set-up and check cells; not the answer cells)."""
+    nb = nbformat.read(source, as_version=4)
+    return {c.source for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]
+            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def watch_cells(section, trusted):
+    """The section with every code cell that is not the course's own (answer cells, changed set-up
+    cells, added cells; not the graded check cells, which watch themselves) between a start and a
+    stop of ``utils.grading``'s cell watch; and the ids of the watched cells."""
+    from nbformat.v4 import new_code_cell
+
+    cells, watched = [], []
+    for i, cell in enumerate(section):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade") or cell.source in trusted:
+            cells.append(cell)
+            continue
+        cid = f"{i}_{meta.get('grade_id', 'added')}"
+        watched.append(cid)
+        start = new_code_cell(f"import utils.grading as _course_grading\n_course_grading.cell_watch_start({cid!r})",
+                              metadata={"course_watch": True})
+        stop = new_code_cell(f"import utils.grading as _course_grading\n_course_grading.cell_watch_stop({cid!r})",
+                             metadata={"course_watch": True})
+        cells += [start, cell, stop]
+    return cells, watched
+
+
+class JudgeProcess:
+    """``python -I -m utils.grading serve`` in a fresh, isolated interpreter (``-I``: no current folder
+    on its path, so a ``utils/`` planted beside a submission is never imported), started before the
+    student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
+    answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
+    folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
+
+    def __init__(self, source, log=None):
+        import subprocess
+
+        self.log = log
+        text = Path(source).read_text(encoding="utf-8")
+        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
+                                     cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.proc.stdin.write(json.dumps(json.loads(text)) + "\n")
+        self.proc.stdin.flush()
+
+    def decide(self, records, watched=(), timeout=900):
+        import subprocess
+
+        from utils.grading import READY_LINE, VERDICTS_LINE
+
+        request = json.dumps({"records": str(records), "watched": list(watched)})
+        try:
+            out, err = self.proc.communicate(request + "\n", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        lines = out.splitlines()
+        verdicts = [l for l in lines if l.startswith(VERDICTS_LINE)]
+        if self.proc.returncode != 0 or READY_LINE not in lines or not verdicts:
+            message = f"the judge did not finish (exit {self.proc.returncode}): {err[-3000:]}"
+            if self.log is not None:
+                self.log.error(message)
+            return {"*": message}
+        return json.loads(verdicts[-1][len(VERDICTS_LINE):])
+
+
+def run_judge(source, records, watched=(), log=None, timeout=900):
+    """Both steps at once, on records already written: grade_id -> None or a reason."""
+    return JudgeProcess(source, log=log).decide(records, watched, timeout=timeout)
+
+
+def tamper_report(nb):
+    """grade_id of an answer cell -> the tamper patterns its source contains."""
+    from utils.grading import tamper_flags
+
+    report = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            found = tamper_flags(cell.source)
+            if found:
+                report[meta.get("grade_id", "?")] = found
+    return report
+
+
+def apply_verdicts(nb, verdicts, flags=None, missing=None):
+    """Write the judge's verdicts into the graded code cells (see ExerciseSectionExecute)."""
+    from nbformat.v4 import new_output
+
+    flagged = "; ".join(f"answer cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade"):
+            continue
+        gid = meta.get("grade_id")
+        if flagged:
+            reason = f"flagged for review, not scored automatically: {flagged} (INSTRUCTORS.md, 'What the grader guarantees')"
+        elif missing:
+            reason = missing
+        elif "*" in verdicts:
+            reason = verdicts["*"]
+        elif gid not in verdicts:
+            reason = f"the judge returned no verdict for {gid}"
+        else:
+            reason = verdicts[gid]
+        # no execute_result survives: nbgrader would read a number there as partial credit
+        outputs = [o if o.output_type != "execute_result" else
+                   new_output("stream", name="stdout", text=str(o.get("data", {}).get("text/plain", "")) + "\n")
+                   for o in cell.outputs]
+        if reason is None:
+            cell.outputs = outputs + [new_output("stream", name="stdout", text="judge: passed\n")]
+        else:
+            cell.outputs = [new_output("error", ename="JudgeFailed", evalue=reason,
+                                       traceback=[f"judge: failed: {reason}"])] + outputs
+
+
+# nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.
+RELEASE_PREPROCESSORS = [
+    IncludeHeaderFooter,
+    InstantiateTests,
+    LockCells,
+    ClearSolutions,
+    ClearOutput,
+    ClearReleaseMetadata,
+    CheckCellMetadata,
+    ComputeChecksums,
+    SaveCells,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ComputeChecksums,
+    CheckCellMetadata,
+]
+
+
+# Open questions keep their mark scheme in the (manually graded) answer cell, next to the model
+# answer, rather than in a separate nbgrader "task" cell; nbgrader removes it from the release either way.
+RELEASE_CONFIG = {"ClearMarkScheme": {"enforce_metadata": False}}
+
+
+def release(nb):
+    """The notebook nbgrader's ``generate_assignment`` releases, computed in memory (from the
+    student edition, as ``build_course`` writes the source folder).
+
+    The same preprocessors in the same order, less ``SaveCells`` (it writes the gradebook) and
+    ``IncludeHeaderFooter`` (no header is configured); the round-trip test checks the two agree.
+    """
+    from traitlets.config import Config
+
+    nb = student_edition(nb)
+    resources = {}
+    config = Config(RELEASE_CONFIG)
+    for pp in RELEASE_PREPROCESSORS:
+        if pp in (SaveCells, IncludeHeaderFooter):
+            continue
+        nb, resources = pp(config=config).preprocess(nb, resources)
+    return nb
+
+
+def select(notebooks: list[str] | None) -> list[Path]:
+    """The course's notebooks, or those named by number (``04``), stem or path."""
+    every = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        return every
+    chosen = []
+    for name in notebooks:
+        hits = [p for p in every if p.name.startswith(name) or p.stem == Path(name).stem]
+        if not hits:
+            raise SystemExit(f"no notebook matches {name!r} (give a number such as 04, a name or a path)")
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def use_this_environment() -> None:
+    """Put this interpreter's bin/ first on PATH: nbgrader runs ``alembic`` (gradebook migrations)
+    as a program, and ``make`` does not activate the virtual environment."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+
+
+def course_config(root: Path):
+    """The repository's nbgrader_config.py, pointed at the course directory ``root``."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    config.CourseDirectory.root = str(Path(root).resolve())
+    return config
+
+
+def build_course(root: Path, notebooks: list[Path], log_level: str = "WARNING"):
+    """Write ``root/source/<name>/<name>.ipynb`` for each notebook (its :func:`student_edition`, answers
+    and hidden tests kept) and release it with nbgrader."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    use_this_environment()
+    root = Path(root)
+    config = course_config(root)
+    config.Application.log_level = log_level
+    for p in notebooks:
+        dest = root / "source" / p.stem
+        dest.mkdir(parents=True, exist_ok=True)
+        nbformat.write(student_edition(nbformat.read(p, as_version=4)), dest / p.name)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    for p in notebooks:
+        result = api.generate_assignment(p.stem, force=True, create=True)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader generate_assignment {p.stem} failed:\n{result.get('error', '')}\n{result.get('log', '')}")
+    return api
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Build an nbgrader course directory (source -> release) from the notebooks.")
+    ap.add_argument("root", type=Path, help="the course directory to write (e.g. course)")
+    ap.add_argument("--notebooks", nargs="*", help="numbers, names or paths (default: every notebook)")
+    args = ap.parse_args(argv)
+    paths = select(args.notebooks)
+    build_course(args.root, paths)
+    for p in paths:
+        print(f"released {args.root / 'release' / p.stem / p.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
