@@ -71,24 +71,25 @@ def _make(make: Callable[..., Any], name: str, seed: int, params: Mapping[str, A
     return Case(name, (out,))
 
 
-def vary(make: Callable[..., Any], base: Mapping[str, Any], seed: int = 0, **alternatives: Sequence[Any]) -> list[Case]:
+def vary(make: Callable[..., Any], base: Mapping[str, Any], *, first_seed: int = 0,
+         **alternatives: Sequence[Any]) -> list[Case]:
     """The base case, then one case per alternative value of each parameter, the others at their base.
 
     ``make(g, **params)`` returns the arguments of one call: a tuple (positional), a dict (keyword), one
     object (a single argument) or a :class:`Case`; an alternative given as a mapping names its values
-    (``sizes={"D=16, H=4": (16, 4)}``); ``g`` is a ``torch.Generator`` seeded with ``seed`` plus
-    the case's number, so every case is drawn the same way every time. A case is named by what differs
+    (``sizes={"D=16, H=4": (16, 4)}``); ``g`` is a ``torch.Generator`` seeded with ``first_seed``
+    plus the case's number (a parameter of ``make`` may itself be called ``seed``), so every case is drawn the same way every time. A case is named by what differs
     from the base: a string value is its own name ("non-contiguous"), any other value ``key=value``
     ("B=1"). The base case is named by all its values.
     """
     unknown = set(alternatives) - set(base)
     if unknown:
         raise ValueError(f"vary: {sorted(unknown)} have alternatives but no base value; base has {sorted(base)}")
-    out = [_make(make, ", ".join(_label(k, v) for k, v in base.items()), seed, base)]
+    out = [_make(make, ", ".join(_label(k, v) for k, v in base.items()), first_seed, base)]
     for key, values in alternatives.items():
         for label, value in _labelled(key, values):
             params = {**base, key: value}
-            out.append(_make(make, label, seed + len(out), params))
+            out.append(_make(make, label, first_seed + len(out), params))
     return out
 
 
@@ -99,14 +100,14 @@ def _labelled(key: str, values: Sequence[Any] | Mapping[str, Any]) -> list[tuple
     return [(_label(key, v), v) for v in values]
 
 
-def grid(make: Callable[..., Any], seed: int = 0, **axes: Sequence[Any]) -> list[Case]:
+def grid(make: Callable[..., Any], *, first_seed: int = 0, **axes: Sequence[Any]) -> list[Case]:
     """Every combination of the parameters' values (``make`` as in :func:`vary`); each case is named by all
     its values. Use it for a few short axes: the number of cases is the product of their lengths."""
     keys = list(axes)
     out = []
     for combo in itertools.product(*(_labelled(k, axes[k]) for k in keys)):
         params = {k: value for k, (_, value) in zip(keys, combo)}
-        out.append(_make(make, ", ".join(label for label, _ in combo), seed + len(out), params))
+        out.append(_make(make, ", ".join(label for label, _ in combo), first_seed + len(out), params))
     return out
 
 

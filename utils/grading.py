@@ -520,6 +520,14 @@ def exercises_start(cells) -> int | None:
     return None
 
 
+def appendix_start(cells) -> int | None:
+    """Index of the cell that opens ``## Appendix: ...`` (issue 38): the Exercises section ends there."""
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith("## Appendix"):
+            return i
+    return None
+
+
 class Judge:
     """The judge, in two steps, so that it is ready before the student's code runs.
 
@@ -549,7 +557,7 @@ class Judge:
         namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
         self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
         sink = io.StringIO()
-        for cell in nb.cells[exercises_start(nb.cells) or 0:]:
+        for cell in nb.cells[exercises_start(nb.cells) or 0:appendix_start(nb.cells)]:
             if cell.cell_type != "code":
                 continue
             meta = cell.metadata.get("nbgrader", {})

@@ -138,10 +138,10 @@ def run_notebook(path: Path, wrongs: list[Wrong | Right], kernel_name: str, sect
     the kernel's error if it raised one, else the judge's reason, else None (passed)."""
     import tempfile
 
-    from utils.grading import RECORDS_ENV, Judge
+    from utils.grading import RECORDS_ENV, Judge, appendix_start
 
     nb = nbformat.read(path, as_version=4)
-    section = nb.cells[section_start:]
+    section = nb.cells[section_start:appendix_start(nb.cells)]     # the appendix (issue 38) is not part of it
     answers = {grade_id(c): c.source for c in section if c.cell_type == "code"
                and c.metadata.get("nbgrader", {}).get("solution")}
     judge = Judge(nb)
