@@ -2,9 +2,11 @@
 sees them, or the check cell says plainly that the hidden tests grade it (``tests/wrong_answers/``);
 and right answers written another way from the prompt alone earn every point.
 
-``make test`` runs notebooks 04 and 09 (``COURSE_WRONG_NOTEBOOKS`` picks others, ``all`` every one);
-``make test-checks`` runs every notebook and prints the table per notebook: visible checks that test
-values ("real") or only run the code ("smoke"), and the wrong answers each kind catches.
+``make test`` runs notebooks 04 and 09 (``COURSE_WRONG_NOTEBOOKS`` picks others, ``all`` every one, e.g.
+``COURSE_WRONG_NOTEBOOKS=05 make test-checks``); ``make test-checks`` runs them and prints, per notebook,
+the visible checks that test values ("real") or only run the code ("smoke"), the wrong answers each
+catches, and at the end one table: mistakes tried / caught by a visible check / caught only by the
+hidden tests / right answers written another way (issue 39).
 """
 
 from __future__ import annotations
@@ -21,6 +23,18 @@ sys.path.insert(0, str(ROOT))
 from scripts.editions.nbgrader_course import exercise_section_start  # noqa: E402
 
 HIDDEN_LABEL = "hidden tests when graded"
+TABLE: dict[str, tuple[int, int, int, int]] = {}   # notebook -> (tried, caught visibly, caught only hidden, right)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_table():
+    yield
+    if TABLE:
+        print("\n\nwrong answers per notebook (tests/wrong_answers/)")
+        print(f"{'notebook':<10}{'tried':>7}{'caught by a visible check':>28}{'caught only by hidden tests':>30}"
+              f"{'right answers':>15}")
+        for name, (tried, visible, hidden_only, right) in sorted(TABLE.items()):
+            print(f"{name:<10}{tried:>7}{visible:>28}{hidden_only:>30}{right:>15}")
 
 
 def chosen():
@@ -66,6 +80,9 @@ def test_wrong_answers_fail_a_visible_check_or_the_check_says_hidden_tests_grade
             problems.append(f"{w.exercise} '{w.name}': the hidden tests pass it ({', '.join(o.hidden) or 'none'})")
         for gid in seen:
             caught[gid] = caught.get(gid, 0) + 1
+    caught_visibly = sum(1 for o in outcomes if any(o.visible.values()))
+    TABLE[path.name[:2]] = (len(outcomes), caught_visibly,
+                            sum(1 for o in outcomes if not any(o.visible.values()) and any(o.hidden.values())), len(rights))
     checks = [c for c in nb.cells if c.cell_type == "code" and (grade_id(c) or "").split("_")[-1].startswith("check")]
     real = [grade_id(c) for c in checks if not smoke(c)]
     print(f"\n{path.name}: {len(real)} real visible checks, {len(checks) - len(real)} labelled smoke checks; "

@@ -17,7 +17,6 @@ student edition keeps it.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
@@ -60,22 +59,24 @@ def appendix_minutes(nb) -> int:
 
 
 def code_names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell binds, names it reads), from its AST; IPython magics and shell lines dropped."""
+    """(global names a cell binds, global names it reads): from the cell's symbol table, so a function's
+    parameters and locals are not taken for the notebook's variables. IPython magics are dropped first."""
+    import symtable
+
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
+        top = symtable.symtable(TransformerManager().transform_cell(source), "<cell>", "exec")
     except SyntaxError:
         return set(), set()
-    bound, read = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return bound, read
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+    stack = list(top.get_children())
+    while stack:
+        table = stack.pop()
+        stack.extend(table.get_children())
+        read |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
+    return bound, read - bound
 
 
 def appendix_names_used_before(nb) -> list[tuple[int, str]]:

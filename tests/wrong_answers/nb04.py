@@ -75,24 +75,59 @@ WRONG = [
     Wrong("ex1", "no 1/sqrt(d_k)", _att(scores="q @ k.transpose(-2, -1)")),
     Wrong("ex1", "divided by d_k, not its square root", _att(scores="q @ k.transpose(-2, -1) / q.shape[-1]")),
     Wrong("ex1", "scaled by the value size d_v", _att(scores="q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])")),
-    Wrong("ex3", "the keys drawn before the queries", _max(
-        draws="k = torch.randn(n, T, d_k, generator=g)\n    q = torch.randn(n, 1, d_k, generator=g)"), hidden_only=True),
-    Wrong("ex3", "a 0-d tensor returned, not a float", _max(ret="scores.softmax(-1).max(-1).values.mean()"),
-          hidden_only=True),
+    # written from the prompt alone (issue 39)
+    Wrong("ex1", "the mask applied after the softmax, not renormalised", _ATT.format(
+        scores="q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", fill="scores", dim="-1").replace(
+        "    return weights @ v, weights", "    if mask is not None:\n        weights = weights * mask\n    return weights @ v, weights")),
+    Wrong("ex1", "scaled by the number of keys", _att(scores="q @ k.transpose(-2, -1) / math.sqrt(k.shape[-2])")),
+    Wrong("ex1", "k.T for the transpose (right only for 2-d keys)", _att(scores="q @ k.T / math.sqrt(q.shape[-1])")),
+    Wrong("ex1", "the softmax written out without subtracting the max (NaN at large scores)", _ATT.format(
+        scores="q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", fill='scores.masked_fill(~mask, float("-inf"))',
+        dim="-1").replace("    weights = torch.softmax(scores, dim=-1)",
+                          "    e = scores.exp()\n    weights = e / e.sum(-1, keepdim=True)")),
+    Wrong("ex1", "output and weights returned in the other order", _att().replace("return weights @ v, weights",
+                                                                                  "return weights, weights @ v")),
+    Wrong("ex1", "a (B, Tk) padding mask assumed: mask[:, None, :] always", _att(
+        fill='scores.masked_fill(~mask[:, None, :], float("-inf"))')),
+    Wrong("ex3", "a 0-d tensor returned, not a float", _max(ret="scores.softmax(-1).max(-1).values.mean()")),
     Wrong("ex3", "divided by d_k, not its square root", _max(scale="d_k")),
     Wrong("ex3", "the mean of every weight, not of the largest", _max(ret="scores.softmax(-1).mean().item()")),
     Wrong("ex3", "the softmax over the n queries", _max(ret="scores.softmax(0).max(-1).values.mean().item()")),
+    # written from the prompt alone (issue 39)
+    Wrong("ex3", "the scaled flag ignored: always divided", _max(scale="math.sqrt(d_k)").replace("    if scaled:\n", "    if True:\n")),
+    Wrong("ex3", "uniform draws (torch.rand) instead of standard normal", _max(
+        draws="q = torch.rand(n, 1, d_k, generator=g)\n    k = torch.rand(n, T, d_k, generator=g)")),
+    Wrong("ex3", "the largest weight of all, not the mean of each query's largest",
+          _max(ret="scores.softmax(-1).max().item()")),
+    Wrong("ex3", "divided by T, not sqrt(d_k)", _max(scale="T")),
+    Wrong("ex3", "the default arguments ignored: T fixed at 16", _max().replace("k = torch.randn(n, T, d_k, generator=g)",
+                                                                               "k = torch.randn(n, 16, d_k, generator=g)")),
     Wrong("ex4", "zero_grad forgotten", _ret(zero="pass")),
     Wrong("ex4", "divided by d_k, not its square root", _ret(scale="k.shape[-1]")),
     Wrong("ex4", "the scaled flag ignored", _ret(cond="True")),
     Wrong("ex4", "softmax over the batch", _ret(dim="0")),
-    Wrong("ex4", "the scores cast to float32 (float64 lost)", _ret(cast=".float()"), hidden_only=True),
+    Wrong("ex4", "the scores cast to float32 (float64 lost)", _ret(cast=".float()")),
+    # written from the prompt alone (issue 39)
+    Wrong("ex4", "nn.Linear's default bias kept", _ret().replace("nn.Linear(d, d_k, bias=False)", "nn.Linear(d, d_k)")),
+    Wrong("ex4", "the losses kept as tensors", _ret().replace("losses.append(loss.item())", "losses.append(loss.detach())")),
+    Wrong("ex4", "the learning rate hard-coded to 1.0", _ret().replace("lr=lr)", "lr=1.0)")),
+    Wrong("ex4", "the batch drawn at the default d = 32", _ret(draw="query, keys, values, target = retrieval_batch(batch, g)")),
+    Wrong("ex4", "the number of steps ignored (always 200)", _ret().replace("for _ in range(steps):", "for _ in range(200):")),
     Wrong("ex4", "the same batch at every step (a fresh generator each step)", _ret(
         draw="query, keys, values, target = retrieval_batch(batch, torch.Generator().manual_seed(seed), "
              "d=model.W_q.in_features)")),
 ]
 
 RIGHT = [
+    Right("ex1", "the boolean mask as an additive log-mask", '''def attention(q, k, v, mask=None):
+    scores = q @ k.mT / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores = scores + torch.log(mask.to(scores.dtype))     # log 1 = 0, log 0 = -inf
+    weights = scores.softmax(dim=-1)
+    return torch.matmul(weights, v), weights
+'''),
+    Right("ex3", "the keys drawn before the queries (another order of the draws, 04-4)", _max(
+        draws="k = torch.randn(n, T, d_k, generator=g)\n    q = torch.randn(n, 1, d_k, generator=g)")),
     Right("ex1", "einsum, a boolean where, and the softmax written out", '''def attention(q, k, v, mask=None):
     scores = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
     if mask is not None:
