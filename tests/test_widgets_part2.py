@@ -33,7 +33,7 @@ def _drive(fn, settings: dict, **widget_args):
 
 def test_softmax_saturation_explorer():
     _drive(explorers.plot_softmax_saturation, {"d_k": [4, 1024, 64], "scaled": [False, True]},
-           d_k=[4, 16, 64, 256, 1024], scaled=True, seed=(0, 5), key_tokens=fixed(explorers.attention.DEFAULT_KEYS))
+           d_k=[4, 16, 64, 256, 1024], scaled=True, seed=(0, 5), key_tokens=fixed(explorers.DEFAULT_KEYS))
     big_unscaled = explorers.plot_softmax_saturation(1024, scaled=False)
     assert "max weight 1.00" in big_unscaled.axes[1].get_title()
     small = explorers.plot_softmax_saturation(1024, scaled=True)

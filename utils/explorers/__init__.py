@@ -13,7 +13,7 @@ arguments, so a notebook calls one once statically and then offers it through ``
 Import what you need from here (``from utils.explorers import explore, plot_alignment``).
 """
 
-from utils.explorers.attention import plot_head_maps, plot_positional_encoding, plot_softmax_saturation
+from utils.explorers.attention import DEFAULT_KEYS, plot_head_maps, plot_positional_encoding, plot_softmax_saturation
 from utils.explorers.gpt import next_char_probabilities, plot_next_char
 from utils.explorers.interact import explore, explorer
 from utils.explorers.rnn import context_sensitivity, plot_alignment, plot_context_sensitivity
@@ -23,7 +23,7 @@ from utils.explorers.transformer import (gradient_norms_by_depth, plot_gradient_
 
 __all__ = ["explore", "explorer",
            "context_sensitivity", "plot_context_sensitivity", "plot_alignment",
-           "plot_softmax_saturation", "plot_head_maps", "plot_positional_encoding",
+           "DEFAULT_KEYS", "plot_softmax_saturation", "plot_head_maps", "plot_positional_encoding",
            "gradient_norms_by_depth", "plot_gradient_norms", "translate_sentence", "plot_translation",
            "next_char_probabilities", "plot_next_char",
            "rope_scores", "plot_rope_scores"]
