@@ -42,6 +42,7 @@ from notebook_utils import NOTEBOOKS, ROOT, read
 
 sys.path.insert(0, str(ROOT))
 from scripts.measure import slide_report  # noqa: E402
+from utils.sections import appendix_start  # noqa: E402
 
 MAX_LINES = 28
 PAGES = (15, 70)
@@ -67,7 +68,8 @@ def test_slide_types_are_valid(path):
 def test_first_cell_and_sections_start_slides(path):
     nb = read(path)
     assert slide_report.slide_type(nb.cells[0]) == "slide"
-    for i, c in enumerate(nb.cells):
+    end = appendix_start(nb.cells)   # the appendix is left out of the decks: its cells are all "skip"
+    for i, c in enumerate(nb.cells[:end]):
         if c.cell_type == "markdown" and c.source.startswith("## "):
             assert slide_report.slide_type(c) == "slide", f"cell {i} opens a section: {c.source.splitlines()[0]}"
         if is_section(c):
