@@ -50,11 +50,11 @@ QUOTED: dict[str, dict[str, str]] = {
         "80": "an A100's HBM, 40-80 GB (Dao et al., 2022, section 2.1)",
         "1.5": "an A100's HBM bandwidth, 1.5-2.0 TB/s (Dao et al., 2022, section 2.1)",
         "2.0": "an A100's HBM bandwidth, 1.5-2.0 TB/s (Dao et al., 2022, section 2.1)",
-        "35.3": "HBM traffic of standard attention, GB (Dao et al., 2022, Figure 2 left: seq. 1024, head dim. 64, 16 heads, "
-                "batch 64, A100, forward + backward)",
-        "4.4": "HBM traffic of FlashAttention, GB (Dao et al., 2022, Figure 2 left)",
-        "35.1": "runtime of standard attention, ms (Dao et al., 2022, Figure 2 left)",
-        "11.7": "runtime of FlashAttention, ms (Dao et al., 2022, Figure 2 left)",
+        "40.3": "HBM traffic of standard attention, GB (Dao et al., 2022, arXiv v2, Figure 2 left: seq. 1024, head dim. 64, "
+                "16 heads, batch 64, A100, forward + backward)",
+        "4.4": "HBM traffic of FlashAttention, GB (Dao et al., 2022, arXiv v2, Figure 2 left)",
+        "41.7": "runtime of standard attention, ms (Dao et al., 2022, arXiv v2, Figure 2 left)",
+        "7.3": "runtime of FlashAttention, ms (Dao et al., 2022, arXiv v2, Figure 2 left)",
         "75.2": "GFLOPs of FlashAttention, with recomputation (Dao et al., 2022, Figure 2 left)",
         "66.6": "GFLOPs of standard attention (Dao et al., 2022, Figure 2 left)",
     },

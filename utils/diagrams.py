@@ -605,7 +605,7 @@ def kv_cache(tokens: Sequence[str] = ("the", "dog", "wagged", "its", "tail")) ->
 
 def online_softmax(num_blocks: int = 4) -> Figure:
     """Attention of one query row over the keys in ``num_blocks`` (2-5) blocks, as
-    ``utils.scale.block_attention`` computes it: each block's scores s = q·k_j / √d are folded into the
+    ``utils.scale.block_attention`` computes it: each block's scores e_j = q·k_j / √d_k are folded into the
     running state (m, ℓ, acc) by ``online_softmax_update``; when the maximum m grows, the old ℓ and acc
     are rescaled by exp(m_old − m_new). The full row of T scores is never held, only one block of it."""
     if isinstance(num_blocks, bool) or not isinstance(num_blocks, int) or not 2 <= num_blocks <= 5:
@@ -623,7 +623,7 @@ def online_softmax(num_blocks: int = 4) -> Figure:
         w = min(1.5, pitch - 0.3)
         _box(ax, x - w / 4, 3.75, w / 2 - 0.04, 0.5, f"$K_{{{i + 1}}}$", role="key")
         _box(ax, x + w / 4, 3.75, w / 2 - 0.04, 0.5, f"$V_{{{i + 1}}}$", role="value")
-        s = _box(ax, x, 2.6, w, 0.5, f"$s_{{{i + 1}}} = q K_{{{i + 1}}}^\\top / \\sqrt{{d}}$" if w > 1.4 else f"$s_{{{i + 1}}}$",
+        s = _box(ax, x, 2.6, w, 0.5, f"$e_{{{i + 1}}} = q K_{{{i + 1}}}^\\top / \\sqrt{{d_k}}$" if w > 1.4 else f"$e_{{{i + 1}}}$",
                  role="attention", fs=12)
         _arrow(ax, (x - w / 4, 3.5), (x - w / 4, 2.85), color=COLORS["key"][1])
         st = _box(ax, x, 1.35, w, 0.75, "", role="op")
@@ -637,8 +637,8 @@ def online_softmax(num_blocks: int = 4) -> Figure:
         _path(ax, [(q.right[0], 0.45), (x, 0.45), (x, 0.6)], color=COLORS["query"][1], arrow=False)
         _path(ax, [(x - w / 2 - 0.05, 0.45), (x - w / 2 - 0.05, 2.35)], color=COLORS["query"][1], lw=1.2)
         prev = x
-    _text(ax, 6.5, 0.2, r"$m \leftarrow \max(m, \max_j s_j)$;  $\ell \leftarrow \ell\, e^{m_{old} - m} + \Sigma_j e^{s_j - m}$;  "
-          r"$acc \leftarrow acc\, e^{m_{old} - m} + e^{s - m} V$;  output $= acc / \ell$", fs=SMALL)
+    _text(ax, 6.5, 0.2, r"$m \leftarrow \max(m, \max_j e_j)$;  $\ell \leftarrow \ell\, \exp(m_{old} - m) + \Sigma_j \exp(e_j - m)$;  "
+          r"$acc \leftarrow acc\, \exp(m_{old} - m) + \exp(e - m) V$;  output $= acc / \ell$", fs=SMALL)
     return fig
 
 

@@ -1,5 +1,6 @@
 """Notebook 10: wrong answers students write for the online softmax, merging attention over two sets of keys and
-repeated key/value heads."""
+repeated key/value heads. After the list's first entries: the mistake the student report (student_07_10.md)
+found passing every visible check, then mistakes written from the prompts alone (issue 39)."""
 
 from wrong_answers import Right, Wrong
 
@@ -51,15 +52,62 @@ WRONG = [
           "    B, H_kv, T, d = k.shape\n    return k[:, :, :, None].expand(B, H_kv, T, n_rep, d).reshape(B, H_kv * n_rep, T, d)\n"),
     Wrong("ex3", "torch.repeat_interleave, switched off", "def repeat_heads(k, n_rep):\n"
           "    return torch.repeat_interleave(k, n_rep, dim=1)\n"),
+    # (report) missed by the visible checks in student_07_10.md
+    Wrong("ex1", "exponentials never shifted by m (m still tracked): l is 321.6 where the definition gives 2.28", _online(
+        scale="torch.ones_like(m)", l_new="l + torch.exp(scores).sum(dim=-1, keepdim=True)", acc_new="acc + torch.exp(scores) @ v")),
+    # (prompt) written from the prompt alone
+    Wrong("ex1", "no guard for a row with no key yet: exp(-inf - (-inf)) is NaN", _online()),
+    Wrong("ex1", "the maximum without keepdim: (N,) against (N, 1) broadcasts to (N, N)", _online(
+        m_new="torch.maximum(m, scores.max(dim=-1).values)")),
+    Wrong("ex1", "one maximum over every query's scores, not one per query", _online(m_new="torch.maximum(m, scores.max())")),
+    Wrong("ex1", "forbidden keys (-inf) read as score 0", """def online_update(m, l, acc, scores, v):
+    scores = scores.nan_to_num(neginf=0.0)
+    m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)
+    p = torch.exp(scores - m_new)
+    scale = torch.exp(m - m_new)
+    return m_new, l * scale + p.sum(dim=-1, keepdim=True), acc * scale + p @ v
+"""),
+    Wrong("ex1", "the safe maximum (0) returned as m for a row with no key yet", """def online_update(m, l, acc, scores, v):
+    m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)
+    m_new = m_new.masked_fill(m_new == -math.inf, 0.0)
+    p = torch.exp(scores - m_new)
+    scale = torch.exp(m - m_new)
+    return m_new, l * scale + p.sum(dim=-1, keepdim=True), acc * scale + p @ v
+"""),
+    Wrong("ex1", "acc kept divided by l (the output so far), not the weighted sum", """def online_update(m, l, acc, scores, v):
+    m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values)
+    shift = m_new.masked_fill(m_new == -math.inf, 0.0)
+    p = torch.exp(scores - shift)
+    scale = torch.exp(m - shift)
+    l_new = l * scale + p.sum(dim=-1, keepdim=True)
+    return m_new, l_new, ((acc * l * scale + p @ v) / l_new).nan_to_num(0.0)
+"""),
+    Wrong("ex2", "the two weights swapped", _merge(
+        "    L = torch.logaddexp(L1, L2)\n    return torch.exp(L2 - L)[:, None] * o1 + torch.exp(L1 - L)[:, None] * o2, L")),
+    Wrong("ex2", "L returned as (N, 1)", _merge(
+        "    L = torch.logaddexp(L1, L2)[:, None]\n    return torch.exp(L1[:, None] - L) * o1 + torch.exp(L2[:, None] - L) * o2, L")),
+    Wrong("ex2", "a softmax over the pair along the wrong axis", _merge(
+        "    w = torch.softmax(torch.stack([L1, L2]), dim=1)\n"
+        "    return w[0][:, None] * o1 + w[1][:, None] * o2, torch.logaddexp(L1, L2)")),
+    Wrong("ex2", "L = log(exp L1 + exp L2) computed directly: inf at scores of hundreds", _merge(
+        "    L = torch.log(torch.exp(L1) + torch.exp(L2))\n    return torch.exp(L1 - L)[:, None] * o1 + torch.exp(L2 - L)[:, None] * o2, L")),
+    Wrong("ex2", "the set with the larger L taken whole", _merge(
+        "    first = (L1 >= L2)[:, None]\n    return torch.where(first, o1, o2), torch.logaddexp(L1, L2)")),
+    Wrong("ex3", "torch.cat of n_rep copies: head h reads h % H_kv (report)", "def repeat_heads(k, n_rep):\n"
+          "    return torch.cat([k] * n_rep, dim=1)\n"),
+    Wrong("ex3", "the copies stacked before the heads: head h reads h % H_kv", "def repeat_heads(k, n_rep):\n"
+          "    B, H_kv, T, d = k.shape\n    return k[:, None].expand(B, n_rep, H_kv, T, d).reshape(B, H_kv * n_rep, T, d)\n"),
+    Wrong("ex3", "torch.stack along axis 1, then flattened: head h reads h % H_kv", "def repeat_heads(k, n_rep):\n"
+          "    return torch.stack([k] * n_rep, dim=1).flatten(1, 2)\n"),
+    Wrong("ex3", "the set-up cell's batch size 2 written in", "def repeat_heads(k, n_rep):\n"
+          "    H_kv, T, d = k.shape[1:]\n    return k[:, :, None].expand(2, H_kv, n_rep, T, d).reshape(2, H_kv * n_rep, T, d)\n"),
+    Wrong("ex3", "expand straight to H_kv * n_rep heads (works only with one key/value head)", "def repeat_heads(k, n_rep):\n"
+          "    B, H_kv, T, d = k.shape\n    return k.expand(B, H_kv * n_rep, T, d)\n"),
+    Wrong("ex3", "view after expand", "def repeat_heads(k, n_rep):\n"
+          "    B, H_kv, T, d = k.shape\n    return k[:, :, None].expand(B, H_kv, n_rep, T, d).view(B, H_kv * n_rep, T, d)\n"),
 ]
 
 RIGHT = [
-    Right("ex1", "the old state rescaled first, then the block added", '''def online_update(m, l, acc, scores, v):
-    m_new = torch.max(torch.cat([m, scores], dim=-1), dim=-1, keepdim=True).values
-    alpha = torch.exp(m - m_new)
-    w = torch.exp(scores - m_new)
-    return m_new, alpha * l + w.sum(-1, keepdim=True), alpha * acc + w @ v
-'''),
     Right("ex2", "the larger L subtracted by hand", '''def merge(o1, L1, o2, L2):
     m = torch.maximum(L1, L2)
     w1, w2 = torch.exp(L1 - m), torch.exp(L2 - m)
@@ -75,4 +123,21 @@ RIGHT = [
     Right("ex3", "unsqueeze, repeat and flatten", '''def repeat_heads(k, n_rep):
     return k.unsqueeze(2).repeat(1, 1, n_rep, 1, 1).flatten(1, 2)
 '''),
+    Right("ex1", "the old state rescaled first, then the block added; rows with no key kept by torch.where", """def online_update(m, l, acc, scores, v):
+    m_new = torch.max(torch.cat([m, scores], dim=-1), dim=-1, keepdim=True).values
+    empty = torch.isinf(m_new)
+    alpha = torch.where(empty, torch.zeros_like(m), torch.exp(m - m_new))
+    w = torch.where(empty, torch.zeros_like(scores), torch.exp(scores - m_new))
+    return m_new, alpha * l + w.sum(-1, keepdim=True), alpha * acc + w @ v
+"""),
+    Right("ex1", "the NaN of a row with no key turned into 0 afterwards", """def online_update(m, l, acc, scores, v):
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    p = torch.exp(scores - m_new).nan_to_num(0.0)
+    scale = torch.exp(m - m_new).nan_to_num(0.0)
+    return m_new, scale * l + p.sum(dim=-1, keepdim=True), scale * acc + p @ v
+"""),
+    Right("ex3", "the time axis repeated, then cut into heads", """def repeat_heads(k, n_rep):
+    B, H_kv, T, d = k.shape
+    return k.repeat(1, 1, n_rep, 1).reshape(B, H_kv * n_rep, T, d)
+"""),
 ]
