@@ -94,12 +94,13 @@ def appendix_names_used_before(nb) -> list[tuple[int, str]]:
 
 
 def mark_appendix_skipped(nb) -> bool:
-    """Every appendix cell ``skip`` in the slideshow metadata, so RISE's live slideshow leaves the
-    appendix out as the built decks do. True if anything changed."""
+    """Every appendix cell ``skip`` in the slideshow metadata (speaker notes stay ``notes``, which every
+    edition recognises them by), so RISE's live slideshow leaves the appendix out as the built decks do.
+    True if anything changed."""
     start = appendix_start(nb.cells)
     changed = False
     for cell in nb.cells[len(nb.cells) if start is None else start:]:
-        if cell.metadata.get("slideshow", {}).get("slide_type") != "skip":
+        if cell.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes"):
             cell.metadata["slideshow"] = {"slide_type": "skip"}
             changed = True
     return changed

@@ -107,7 +107,8 @@ def main(argv=None) -> int:
         if args.write and write(nb):
             nbformat.write(nb, path)
         exp = expected(nb)
-        total = sum(exp.values())
+        appendix = next((i for i, title, _ in sections(nb) if title.lower().startswith("appendix:")), None)
+        total = sum(m for i, m in exp.items() if appendix is None or i < appendix)
         for i, title, _ in sections(nb):
             if i in exp:
                 got = shown(nb.cells[i])
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
                 if not args.check or flag:
                     print(f"{path.name[:2]}  {exp[i]:>3} min  {title}{flag}")
         if not args.check:
-            print(f"{path.name[:2]}  {total:>3} min  (all sections but Exercises and Summary)\n")
+            print(f"{path.name[:2]}  {total:>3} min  (the main line: all sections but Exercises, Summary and the appendix)\n")
     return 1 if args.check and bad else 0
 
 
