@@ -38,7 +38,7 @@ def test_split_is_contiguous_and_complete():
     parts = split_text(ids, 0.1, 0.1)
     assert [len(parts[k]) for k in ("train", "val", "test")] == [800, 100, 100]
     assert torch.equal(torch.cat([parts["train"], parts["val"], parts["test"]]), ids)
-    with pytest.raises(ValueError, match="1-D"):
+    with pytest.raises(ValueError, match=r"ids must be a torch.Tensor \(N,\) of integer token ids \(1 dims\)"):
         split_text(ids.view(10, 100))
     with pytest.raises(ValueError, match="val_frac"):
         split_text(ids, 0.6, 0.5)
@@ -124,7 +124,7 @@ def test_wrong_inputs_say_what_was_expected():
     model = tiny()
     with pytest.raises(TypeError, match=r"idx must hold integer token ids, got a tensor of dtype torch.float32"):
         model(torch.zeros(2, 3))
-    with pytest.raises(ValueError, match=r"idx must be a torch.Tensor \(B, T\) of token ids .*x\[None\]"):
+    with pytest.raises(ValueError, match=r"idx must be a torch.Tensor \(B, T\) of integer token ids .*x\[None\]"):
         model(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="exceed block_size 12"):
         model(torch.zeros(1, 13, dtype=torch.long))

@@ -161,8 +161,8 @@ def test_save_checkpoint_refuses_non_plain_extras(tmp_path):
 
     model = nn.Linear(2, 2)
     vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "a"])
-    with pytest.raises(TypeError, match=r"vocab is a utils.text.Vocab.*vocab.to_list\(\)"):
-        save_checkpoint(tmp_path / "v.pt", model, vocab=vocab)
+    with pytest.raises(TypeError, match=r"src_vocab is a utils.text.Vocab.*vocab.to_list\(\)"):
+        save_checkpoint(tmp_path / "v.pt", model, src_vocab=vocab)  # (vocab=vocab is stored as its list, fingerprinted)
     with pytest.raises(TypeError, match=r"config\['sizes'\]\[1\] is a numpy.*float\("):
         save_checkpoint(tmp_path / "v.pt", model, config={"sizes": [1, np.float64(2.0)]})
     with pytest.raises(TypeError, match=r"history is a utils.training.History.*asdict"):

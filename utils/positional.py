@@ -86,7 +86,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model), the first token being at position ``offset``."""
-        T = _check_input(x, self.d_model, offset, self.max_len, "SinusoidalPositionalEncoding")
+        # inside a model, its door checked the positions
+        T = x.shape[1] if checks.trusted() else _check_input(x, self.d_model, offset, self.max_len, "SinusoidalPositionalEncoding")
         return self.dropout(x + self.pe[offset:offset + T].to(x.dtype))
 
 
@@ -106,6 +107,6 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model), the first token being at position ``offset``."""
-        T = _check_input(x, self.d_model, offset, self.max_len, "LearnedPositionalEmbedding")
+        T = x.shape[1] if checks.trusted() else _check_input(x, self.d_model, offset, self.max_len, "LearnedPositionalEmbedding")
         pos = torch.arange(offset, offset + T, device=x.device)
         return self.dropout(x + self.embedding(pos).to(x.dtype))

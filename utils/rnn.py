@@ -89,6 +89,7 @@ class Encoder(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         """src (B, S) right-padded ids (any integer dtype), src_mask (B, S) bool, True at real tokens."""
+        checks.same_device(self, src=src, src_mask=src_mask)
         src, lengths = _check_ids_mask(src, src_mask, "src")
         check_ids(src, self.embed.num_embeddings, "src")
         x = self.dropout(self.embed(src))                                         # (B, S, D_emb)
