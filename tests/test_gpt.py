@@ -98,15 +98,16 @@ def test_block_equals_torch_encoder_layer_with_a_causal_mask():
         block_from_torch(Block(cfg), nn.TransformerEncoderLayer(32, 4, 128, batch_first=True))
 
 
-def test_cached_forward_equals_full_forward():
-    model = tiny()
-    x = torch.randint(11, (3, 12), generator=torch.Generator().manual_seed(2))
+def test_cached_forward_equals_full_forward(device_dtype, tol):
+    device, dtype = device_dtype  # CPU float32, and a GPU in bfloat16 where there is one (tests/conftest.py)
+    model = tiny().to(device=device, dtype=dtype)
+    x = torch.randint(11, (3, 12), generator=torch.Generator().manual_seed(2)).to(device)
     with torch.no_grad():
         full = model(x)[0]
         cache = model.new_cache()
         first = model(x[:, :5], cache=cache)[0]
         steps = [model(x[:, t:t + 1], offset=t, cache=cache)[0] for t in range(5, 12)]
-    torch.testing.assert_close(torch.cat([first, *steps], 1), full, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.cat([first, *steps], 1), full, **tol)
 
 
 @pytest.mark.parametrize("prompt_len,new", [(1, 5), (4, 20), (12, 6)])
