@@ -1,25 +1,35 @@
 """Checks at the public entry points, written once: the message a learner's slip gets.
 
-Every public function of ``utils`` that takes a tensor, a whole number, a model or an optimizer
-checks it here, before any work, so that the error names the argument, says what was given and
-what was expected, and how to fix it, instead of PyTorch's ``'list' object has no attribute 'dim'``
-or ``'float' object cannot be interpreted as an integer`` from deep inside a loop.
+Each public entry point declares its contract once, at its door (:func:`contract`): the shapes and dtypes
+of its tensor arguments are part of its signature, written with the course's letters,
+
+    @contract(rules=_rules)
+    def forward(self, src: Ids["B S"], tgt_in: Ids["B T"]) -> Float["B T tgt_vocab"]:
+
+and checked at the call (:func:`check_arguments`), so that the error names the argument, the shape with its
+letters, what was given, and how to fix it, instead of PyTorch's ``'list' object has no attribute 'dim'``
+or ``mat1 and mat2 must have the same dtype`` from deep inside a layer. The value rules that shapes cannot
+say live here, one place each, and are called from the door:
 
 - :func:`tensor`: a ``torch.Tensor`` (not None, a list, a NumPy array or a str), optionally with a
   number of dims and a kind of dtype (``"ids"``, ``"float"``, ``"bool"``);
 - :func:`ids`: token ids, a tensor of **any integer dtype** (int64, int32 as NumPy gives on some
-  systems, int16, uint8, ...), returned as ``torch.long`` for the embedding and the loss: one rule at
-  every entry point that takes ids (float, bool and complex are refused);
+  systems, int16, uint8, ...), returned as ``torch.long`` for the embedding and the loss;
+- :func:`vocab_ids`: ids inside the vocabulary; :func:`right_padded`: padding only at the end of each row;
+  :func:`positions`: positions inside the model's table;
 - :func:`integer`: a whole number (not a float such as ``1.5 * S``, a bool or None), optionally >= a
   minimum; :func:`sizes` applies it to a constructor's sizes (each >= 1);
 - :func:`index`: an id inside a vocabulary (``pad_id``);
 - :func:`probability`: a dropout rate in [0, 1);
 - :func:`same_device`: a tensor on the device of a model's weights;
 - :func:`optimizer_for`: an optimizer (not an ``(optimizer, scheduler)`` pair) that holds the
-  model's parameters (not those of an earlier model).
+  model's parameters (not those of an earlier model); :func:`training_mode`: a loss with gradients on a
+  model left in eval mode; :func:`batch_of_pairs`: a ``PairBatch``, not a tuple;
+- :func:`content_sha256`, :func:`vocab_fingerprint`, :func:`same_vocab`: a saved model describes itself.
 
-Masks are checked by :func:`utils.attention.check_mask` (shape and the True = may attend
-convention), token ids by :func:`utils.text.check_ids` (the vocabulary's range).
+Behind the door nothing is checked again: while a door's function runs, :func:`trusted` is True and the
+doors it calls (an attention layer inside a model) go straight to their computation. Masks are checked by
+:func:`utils.attention.check_mask` (shape and the True = may attend convention).
 """
 
 from __future__ import annotations
@@ -254,6 +264,15 @@ def _reference(owner: object) -> torch.Tensor | None:
     return None
 
 
+def _expected(spec: Spec, seen: dict, owner: object, letter: str, want: int) -> str:
+    """``spec`` with the sizes known so far written in, e.g. ``(2, S, 16)``, for a message."""
+    out = []
+    for d in spec.dims:
+        size = want if d == letter else seen.get(d, (None,))[0] if d in seen else _size_of(owner, d)
+        out.append(d if size is None else str(size))
+    return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
+
+
 def check_arguments(fn, arguments: dict, specs: dict[str, tuple[Spec, bool]], hint: str = "") -> None:
     """The door of :func:`contract`: each annotated tensor argument is a tensor of its kind with its dims,
     the letters agree across the arguments (and with the module's sizes), ids become ``torch.long``, and
@@ -283,7 +302,8 @@ def check_arguments(fn, arguments: dict, specs: dict[str, tuple[Spec, bool]], hi
             if want is None:
                 seen[letter] = (size, f"{name} {spec.text}")
             elif size != want:
-                raise ValueError(f"{name} must be {spec.text} with {letter}={want}" + (f" as in {where}" if where else "")
+                raise ValueError(f"{name} must be {spec.text} = {_expected(spec, seen, owner, letter, want)} with "
+                                 f"{letter}={want}" + (f" as in {where}" if where else "")
                                  + f", got shape {tuple(x.shape)} ({letter}={size})" + (f"; {hint}" if hint else ""))
         if ref is None:
             if x.is_floating_point():

@@ -88,10 +88,10 @@ def split_text(ids: Ids["N"], val_frac: float = 0.1, test_frac: float = 0.1) -> 
     return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
 
 
-def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
-              device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+@contract
+def get_batch(data: Ids["N"], block_size: int, batch_size: int, generator: torch.Generator | None = None,
+              device: torch.device | str | None = None) -> tuple[Ids["B T"], Ids["B T"]]:
     """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
-    checks.tensor(data, "data", "(N,) of token ids", dims=1, kind="ids")
     block_size, batch_size = checks.integer(block_size, "block_size"), checks.integer(batch_size, "batch_size")
     if block_size < 1 or batch_size < 1:
         raise ValueError(f"block_size and batch_size must be >= 1, got {block_size} and {batch_size}")
@@ -323,7 +323,7 @@ class GPT(nn.Module):
 def gpt_parameter_count(cfg: GPTConfig) -> int:
     """Parameters of :class:`GPT` by formula. Notebook 09's model: embeddings V·d + T·d; per block
     2 LayerNorms (4d), attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0).
-    The options change the terms: key/value projections of d·(n_kv_head·d_head) each, SwiGLU's 3·d·h,
+    The options change the terms: key/value projections of d·(n_kv_head·d_k) each, SwiGLU's 3·d·h,
     norms of d (RMSNorm, or LayerNorm without bias) or none, no position table unless learned, no MLP
     and no second norm without ``feed_forward``."""
     d, b = cfg.d_model, int(cfg.bias)

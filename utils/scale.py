@@ -33,7 +33,7 @@ from torch.utils._pytree import tree_flatten
 
 from utils import checks
 from utils.attention import check_mask
-from utils.checks import Float, Tensor, contract
+from utils.checks import Float, Ids, Tensor, contract
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
            "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
@@ -96,13 +96,15 @@ def block_attention(q: Float["... Tq d_k"], k: Float["... Tk d_k"], v: Float["..
     return acc / l.masked_fill(l == 0, 1.0)  # (..., Tq, d_v); l == 0 only where acc is 0 too
 
 
-def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, H_kv, T, d) -> (B, H_kv · n_rep, T, d): each key/value head repeated for its group of
-    ``n_rep`` query heads (head h of the queries uses key/value head h // n_rep)."""
-    if x.dim() != 4:
-        raise ValueError(f"repeat_kv expects (B, H_kv, T, d_k), got shape {tuple(x.shape)}")
+def _repeat_rules(x, n_rep) -> None:
     if n_rep < 1:
         raise ValueError(f"n_rep must be >= 1, got {n_rep}")
+
+
+@contract(rules=_repeat_rules)
+def repeat_kv(x: Tensor["B H_kv T d_k"], n_rep: int) -> Tensor["B H T d_k"]:
+    """(B, H_kv, T, d_k) -> (B, H_kv · n_rep, T, d_k): each key/value head repeated for its group of
+    ``n_rep`` query heads (head h of the queries uses key/value head h // n_rep)."""
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
 
@@ -116,13 +118,12 @@ def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_k: int, bytes_pe
     return 2 * n_layer * num_kv_heads * d_k * bytes_per_value
 
 
-def rope_angles(positions: torch.Tensor, d_k: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+@contract
+def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[Float["T half"], Float["T half"]]:
     """cos and sin of the rotation angles, each (T, d_k / 2): position p turns the pair of dims
     (2i, 2i + 1) by the angle p · base^(-2i / d_k), the frequencies of the sinusoidal encoding."""
     if d_k < 2 or d_k % 2:
         raise ValueError(f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}")
-    if positions.dim() != 1:
-        raise ValueError(f"positions must be 1-D (T,), got shape {tuple(positions.shape)}")
     inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d/2,)
     angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d/2)
     return angles.cos(), angles.sin()
@@ -203,12 +204,11 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.eps = eps
+        self.eps, self.d_model = eps, d_model
         self.weight = nn.Parameter(torch.ones(d_model))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.weight.shape[0]:
-            raise ValueError(f"RMSNorm expects (..., {self.weight.shape[0]}), got shape {tuple(x.shape)}")
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -243,12 +243,14 @@ class SwiGLU(nn.Module):
     def __init__(self, d_model: int, hidden: int | None = None, dropout: float = 0.0, bias: bool = False):
         super().__init__()
         hidden = swiglu_hidden(d_model) if hidden is None else hidden
+        self.d_model = d_model
         self.gate = nn.Linear(d_model, hidden, bias=bias)
         self.up = nn.Linear(d_model, hidden, bias=bias)
         self.proj = nn.Linear(hidden, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return self.dropout(self.proj(F.silu(self.gate(x)) * self.up(x)))
 
 

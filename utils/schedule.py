@@ -14,6 +14,7 @@ without its warm-up (the control: the two differ only in the first ``warmup`` st
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import torch
 
@@ -54,7 +55,7 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
-def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True
+def transformer_adam(params: Iterable[torch.nn.Parameter] | Iterable[dict], d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True
                      ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
     """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule
     (``ramp=False``: the same schedule without the warm-up)."""

@@ -211,9 +211,9 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     return ids, lengths_t, mask
 
 
-def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+@checks.contract
+def padding_mask(ids: checks.Ids["B T"], pad_id: int = 0) -> checks.Bool["B T"]:
     """(B, T) bool, True where ``ids`` (any integer dtype) is a real token (not ``pad_id``)."""
-    checks.tensor(ids, "ids", "(B, T) of token ids", kind="ids")
     return ids != checks.integer(pad_id, "pad_id")
 
 

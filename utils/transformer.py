@@ -591,8 +591,9 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
     return decode
 
 
+@contract(trust_callees=False)  # the model's own door checks the ids' values
 @torch.no_grad()
-def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
+def attention_maps(model: Transformer, src: Ids["B S"], tgt_in: Ids["B T"]) -> dict[str, torch.Tensor]:
     """Run one teacher-forced forward pass and return every attention map, per layer and head:
     ``"encoder"`` (L, B, H, S, S) encoder self-attention, ``"decoder"`` (L, B, H, T, T) masked
     decoder self-attention, ``"cross"`` (L, B, H, T, S) decoder-over-encoder attention.
