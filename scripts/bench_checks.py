@@ -126,7 +126,20 @@ def _notebook_steps(dev: str) -> dict:
         torch.nn.utils.clip_grad_norm_(gpt.parameters(), 1.0)
         gopt.step()
 
-    return {"notebook 08 Transformer step (B=64)": transformer_step, "notebook 09 GPT step (B=32, T=64)": gpt_step}
+    mha = MultiHeadAttention(128, 4).to(dev)
+    x = torch.randn(8, 16, 128, generator=g).to(dev)
+    pad = key_padding_mask(batches[0].src_mask[:8, :12].to(dev))
+    xs = x[:, :12]
+    tiny = GPT(GPTConfig(vocab_size=65, block_size=16, n_layer=1, n_head=2, d_model=16)).to(dev).eval()
+    few = torch.randint(0, 65, (1, 8), generator=g).to(dev)
+
+    def tiny_forward() -> None:
+        with torch.no_grad():
+            tiny(few, few)
+
+    return {"notebook 08 Transformer step (B=64)": transformer_step, "notebook 09 GPT step (B=32, T=64)": gpt_step,
+            "MultiHeadAttention call, padding mask": lambda: mha(xs, xs, xs, pad),
+            "GPT forward, tiny (the checks' share)": tiny_forward}
 
 
 def _worker(dev: str, threads: int) -> None:
@@ -163,13 +176,15 @@ def _interleaved(rev: str, rounds: int, steps: int, dev: str, threads: int) -> N
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=str(tree))
     for w in workers.values():
         assert w.stdout.readline().strip() == "ready"
-    names = ["notebook 08 Transformer step (B=64)", "notebook 09 GPT step (B=32, T=64)"]
+    names = ["notebook 08 Transformer step (B=64)", "notebook 09 GPT step (B=32, T=64)",
+             "MultiHeadAttention call, padding mask", "GPT forward, tiny (the checks' share)"]
     ms = {(side, name): [] for side in workers for name in names}
     for r in range(rounds):
         order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
         for name in names:
+            n = steps if "step" in name else steps * 20  # the calls: more of them, to time microseconds
             for side in order:
-                workers[side].stdin.write(f"{name}\t{steps}\n")
+                workers[side].stdin.write(f"{name}\t{n}\n")
                 workers[side].stdin.flush()
                 ms[side, name].append(float(workers[side].stdout.readline()))
     for w in workers.values():
@@ -180,7 +195,7 @@ def _interleaved(rev: str, rounds: int, steps: int, dev: str, threads: int) -> N
     for name in names:
         b, a = statistics.median(ms["before", name]), statistics.median(ms["after", name])
         pairs = sorted(x / y for x, y in zip(ms["after", name], ms["before", name]))
-        print(f"{name:<38} before {b:8.3f} ms  after {a:8.3f} ms  ratio after/before {a / b:.4f} "
+        print(f"{name:<40} before {b:8.3f} ms  after {a:8.3f} ms  ratio after/before {a / b:.4f} "
               f"(per-round ratios: median {statistics.median(pairs):.4f}, {pairs[len(pairs) // 4]:.4f}..{pairs[3 * len(pairs) // 4]:.4f})")
 
 
