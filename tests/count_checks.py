@@ -81,9 +81,13 @@ def calls():
     x = torch.randint(0, 50, (3, 9))
     cbow = CBOW(50, 16)
     ctx = torch.randint(0, 50, (3, 4))
+    from utils.rnn import Seq2Seq
+    rnn = Seq2Seq(50, 50, 16, 16, 16, attention="additive")
+    src_mask = src != 0
     return {"Transformer.forward(src, tgt_in)": lambda: tf(src, tgt),
             "GPT.forward(x, targets)": lambda: gpt(x, x),
-            "CBOW.forward(context)": lambda: cbow(ctx)}
+            "CBOW.forward(context)": lambda: cbow(ctx),
+            "Seq2Seq.forward(src, src_mask, tgt_in) (additive attention)": lambda: rnn(src, src_mask, tgt)}
 
 
 def main() -> dict[str, int]:
