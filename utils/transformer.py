@@ -331,7 +331,8 @@ class Transformer(nn.Module):
         _check_target(self, tgt_in, "tgt_in")
         checks.right_padded(tgt_in, self.cfg.pad_id, "tgt_in")
 
-    @contract(rules=_rules)
+    @contract(rules=_rules, hint="src and tgt_in hold the same B sentences, each (B, length): one of them given as "
+                                 "(length, B)? pass it transposed, x.T")
     def forward(self, src: Ids["B S"], tgt_in: Ids["B T"]) -> Float["B T tgt_vocab"]:
         """src (B, S), tgt_in (B, T) (target shifted right, starting with <bos>) -> logits (B, T, V)."""
         src_mask = self.src_mask(src)                                  # (B, 1, 1, S)
