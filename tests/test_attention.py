@@ -282,3 +282,27 @@ def test_additive_mask_errors():
         additive_mask(torch.ones(2, 2))
     with pytest.raises(TypeError, match="floating-point"):
         additive_mask(torch.ones(2, 2, dtype=torch.bool), dtype=torch.long)
+
+
+# --------------------------------------------------------------------------- on every device and dtype (tests/conftest.py)
+
+
+def test_equals_torch_sdpa_on_each_device_and_dtype(qkv, mask, tol):
+    q, k, v = qkv
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(out, ref, **tol)
+    assert out.dtype == q.dtype and out.device == q.device
+    assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()
+
+
+def test_mha_fused_and_written_out_agree_on_each_device_and_dtype(device_dtype, mask, tol):
+    device, dtype = device_dtype
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).to(device=device, dtype=dtype).eval()
+    x = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(1)).to(device=device, dtype=dtype)
+    fused, _ = mha(x, x, x, mask, need_weights=False)
+    written, _ = mha(x, x, x, mask)
+    torch.testing.assert_close(fused, written, **tol)
+    with pytest.raises(TypeError, match=rf"query has dtype torch.float64 but the model's weights have {dtype}"):
+        mha(x.double(), x, x)

@@ -38,7 +38,7 @@ def test_split_is_contiguous_and_complete():
     parts = split_text(ids, 0.1, 0.1)
     assert [len(parts[k]) for k in ("train", "val", "test")] == [800, 100, 100]
     assert torch.equal(torch.cat([parts["train"], parts["val"], parts["test"]]), ids)
-    with pytest.raises(ValueError, match="1-D"):
+    with pytest.raises(ValueError, match=r"ids must be a torch.Tensor \(N,\) of integer token ids \(1 dims\)"):
         split_text(ids.view(10, 100))
     with pytest.raises(ValueError, match="val_frac"):
         split_text(ids, 0.6, 0.5)
@@ -98,15 +98,16 @@ def test_block_equals_torch_encoder_layer_with_a_causal_mask():
         block_from_torch(Block(cfg), nn.TransformerEncoderLayer(32, 4, 128, batch_first=True))
 
 
-def test_cached_forward_equals_full_forward():
-    model = tiny()
-    x = torch.randint(11, (3, 12), generator=torch.Generator().manual_seed(2))
+def test_cached_forward_equals_full_forward(device_dtype, tol):
+    device, dtype = device_dtype  # CPU float32, and a GPU in bfloat16 where there is one (tests/conftest.py)
+    model = tiny().to(device=device, dtype=dtype)
+    x = torch.randint(11, (3, 12), generator=torch.Generator().manual_seed(2)).to(device)
     with torch.no_grad():
         full = model(x)[0]
         cache = model.new_cache()
         first = model(x[:, :5], cache=cache)[0]
         steps = [model(x[:, t:t + 1], offset=t, cache=cache)[0] for t in range(5, 12)]
-    torch.testing.assert_close(torch.cat([first, *steps], 1), full, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.cat([first, *steps], 1), full, **tol)
 
 
 @pytest.mark.parametrize("prompt_len,new", [(1, 5), (4, 20), (12, 6)])
@@ -124,7 +125,7 @@ def test_wrong_inputs_say_what_was_expected():
     model = tiny()
     with pytest.raises(TypeError, match=r"idx must hold integer token ids, got a tensor of dtype torch.float32"):
         model(torch.zeros(2, 3))
-    with pytest.raises(ValueError, match=r"idx must be a torch.Tensor \(B, T\) of token ids .*x\[None\]"):
+    with pytest.raises(ValueError, match=r"idx must be a torch.Tensor \(B, T\) of integer token ids .*x\[None\]"):
         model(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="exceed block_size 12"):
         model(torch.zeros(1, 13, dtype=torch.long))

@@ -51,7 +51,7 @@ def test_token_accuracy_masks_pads():
     assert token_accuracy(logits, target, mask) == pytest.approx(3 / 5)
     with pytest.raises(ValueError, match="same shape"):
         token_accuracy(pred[:, :2], target)
-    with pytest.raises(ValueError, match="bool"):
+    with pytest.raises(TypeError, match="bool"):  # a wrong dtype is a TypeError (CONTRIBUTING.md, Errors)
         token_accuracy(pred, target, mask.long())
 
 

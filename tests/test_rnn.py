@@ -66,8 +66,10 @@ def test_encoder_rejects_bad_inputs():
     b = _batch()
     with pytest.raises(TypeError, match=r"src must hold integer token ids, got a tensor of dtype torch.float32"):
         enc(b.src.float(), b.src_mask)
-    with pytest.raises(ValueError, match=r"bool of shape \(6, \d+\)"):
+    with pytest.raises(TypeError, match=r"src_mask must hold bool values.*torch.int64"):  # a dtype: a TypeError
         enc(b.src, b.src_mask.long())
+    with pytest.raises(ValueError, match=r"src_mask must be \(B, S\) = \(6, \d+\) with S=\d+ as in src \(B, S\)"):
+        enc(b.src, b.src_mask[:, :-1])
     with pytest.raises(ValueError, match="right padding"):
         enc(b.src, b.src_mask.flip(1))
     with pytest.raises(ValueError, match="cell must be"):
@@ -95,7 +97,7 @@ def test_scores_match_their_formulas():
 
 def test_scores_reject_wrong_shapes_naming_them():
     q, k = _qk(D=8)
-    with pytest.raises(ValueError, match=r"query \(B, 8\) and keys \(B, S, 8\), got \(3, 8\) and \(3, 7, 6\)"):
+    with pytest.raises(ValueError, match=r"keys must be \(B, S, key_dim\) = \(3, S, 8\) with key_dim=8 .*got shape \(3, 7, 6\)"):
         DotScore(8, 8)(q, k[..., :6])
     with pytest.raises(ValueError, match="query_dim=16, key_dim=8"):
         DotScore(16, 8)
@@ -122,8 +124,10 @@ def test_attention_weights_are_a_distribution_over_real_positions(lengths, name,
 
 
 def test_masked_softmax_checks_mask():
-    with pytest.raises(ValueError, match=r"bool of shape \(2, 3\)"):
+    with pytest.raises(TypeError, match=r"mask must hold bool values.*torch.float32"):
         masked_softmax(torch.zeros(2, 3), torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"mask must be bool of shape \(2, 3\)"):
+        masked_softmax(torch.zeros(2, 3), torch.ones(1, 3, dtype=torch.bool))
 
 
 # --------------------------------------------------------------------------- the whole model
@@ -156,9 +160,9 @@ def test_extra_padding_does_not_change_outputs(attention, cell):
 def test_model_shape_errors_name_the_shapes():
     m = _model()
     b = _batch()
-    with pytest.raises(ValueError, match=r"tgt_in must be \(B, T\) with the source's B=6, got \(5, \d+\)"):
+    with pytest.raises(ValueError, match=r"tgt_in must be \(B, T\) = \(6, \d+\) with B=6 as in src \(B, S\), got shape \(5, \d+\).*the source's B"):
         m(b.src, b.src_mask, b.tgt[:5])
-    with pytest.raises(ValueError, match="src_mask must be bool"):
+    with pytest.raises(ValueError, match=r"src_mask must be \(B, S\)"):
         m(b.src, b.src_mask[:, :-1], b.tgt)
     with pytest.raises(ValueError, match="unknown score"):
         Seq2Seq(V, V, attention="mlp")

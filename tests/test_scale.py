@@ -85,26 +85,26 @@ def test_online_update_one_block_at_a_time_is_softmax():
 @pytest.mark.parametrize("H,H_kv", [(4, 4), (4, 2), (4, 1), (6, 3)])
 def test_gqa_equals_mha_with_repeated_kv_weights(H, H_kv):
     torch.manual_seed(0)
-    d, dh = 24, 24 // H
+    d, d_k = 24, 24 // H
     gqa = GroupedQueryAttention(d, H, H_kv)
     mha = MultiHeadAttention(d, H)
     with torch.no_grad():  # an MHA whose key/value heads are copies of the GQA's shared ones
         for ours, theirs in ((mha.q_proj, gqa.q_proj), (mha.out_proj, gqa.out_proj)):
             ours.weight.copy_(theirs.weight), ours.bias.copy_(theirs.bias)
         for ours, theirs in ((mha.k_proj, gqa.k_proj), (mha.v_proj, gqa.v_proj)):
-            ours.weight.copy_(theirs.weight.view(H_kv, dh, d).repeat_interleave(H // H_kv, 0).reshape(d, d))
-            ours.bias.copy_(theirs.bias.view(H_kv, dh).repeat_interleave(H // H_kv, 0).reshape(d))
+            ours.weight.copy_(theirs.weight.view(H_kv, d_k, d).repeat_interleave(H // H_kv, 0).reshape(d, d))
+            ours.bias.copy_(theirs.bias.view(H_kv, d_k).repeat_interleave(H // H_kv, 0).reshape(d))
     x = torch.randn(2, 7, d)
     mask = causal_mask(7)[None, None]
     torch.testing.assert_close(gqa(x, mask), mha(x, x, x, mask)[0], atol=1e-6, rtol=1e-5)
-    assert count_parameters(gqa) == 2 * d * d + 2 * d * H_kv * dh + 2 * d + 2 * H_kv * dh
+    assert count_parameters(gqa) == 2 * d * d + 2 * d * H_kv * d_k + 2 * d + 2 * H_kv * d_k
 
 
 def test_repeat_kv_and_errors():
     x = torch.arange(2 * 3 * 1 * 1.).view(2, 3, 1, 1)
     assert repeat_kv(x, 2)[0, :, 0, 0].tolist() == [0, 0, 1, 1, 2, 2]
     assert repeat_kv(x, 1) is x
-    with pytest.raises(ValueError, match=r"\(B, H_kv, T, d_head\)"):
+    with pytest.raises(ValueError, match=r"\(B, H_kv, T, d_k\)"):
         repeat_kv(x[0], 2)
     with pytest.raises(ValueError, match="multiple of num_kv_heads"):
         GroupedQueryAttention(24, 4, 3)

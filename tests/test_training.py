@@ -161,8 +161,8 @@ def test_save_checkpoint_refuses_non_plain_extras(tmp_path):
 
     model = nn.Linear(2, 2)
     vocab = Vocab(["<pad>", "<unk>", "<bos>", "<eos>", "a"])
-    with pytest.raises(TypeError, match=r"vocab is a utils.text.Vocab.*vocab.to_list\(\)"):
-        save_checkpoint(tmp_path / "v.pt", model, vocab=vocab)
+    with pytest.raises(TypeError, match=r"src_vocab is a utils.text.Vocab.*vocab.to_list\(\)"):
+        save_checkpoint(tmp_path / "v.pt", model, src_vocab=vocab)  # (vocab=vocab is stored as its list, fingerprinted)
     with pytest.raises(TypeError, match=r"config\['sizes'\]\[1\] is a numpy.*float\("):
         save_checkpoint(tmp_path / "v.pt", model, config={"sizes": [1, np.float64(2.0)]})
     with pytest.raises(TypeError, match=r"history is a utils.training.History.*asdict"):
@@ -327,3 +327,22 @@ def test_progress_bar_outside_jupyter_is_text_on_stderr(capsys):
     assert out == "" and "training: 100%" in err and "8/8" in err
     fit(model, _mse, loader, opt, max_steps=1, progress=False)
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_checkpoint_describes_itself(tmp_path):
+    """Issue 43: the weights' SHA-256 and the vocabulary's fingerprint are stored and compared on load."""
+    from utils.gpt import CharTokenizer
+    from utils.text import Vocab
+
+    model = nn.Linear(3, 2)
+    tok = CharTokenizer("hello world")
+    path = save_checkpoint(tmp_path / "m.pt", model, vocab=tok, config={"n": 1})
+    extra = load_checkpoint(path, nn.Linear(3, 2), vocab=CharTokenizer("hello world"), expected_config={"n": 1})
+    assert extra["vocab"] == tok.chars  # stored as its list of tokens, as before
+    load_checkpoint(path, nn.Linear(3, 2), vocab=tok.chars, expected_config={"n": 1})  # a list of tokens works too
+    with pytest.raises(ValueError, match=r"vocab is not the vocabulary .*m\.pt was saved with"):
+        load_checkpoint(path, nn.Linear(3, 2), vocab=CharTokenizer("HELLO WORLD"), expected_config={"n": 1})
+    plain = save_checkpoint(tmp_path / "p.pt", model)
+    with pytest.raises(CheckpointError, match="saved without a vocabulary"):
+        load_checkpoint(plain, nn.Linear(3, 2), vocab=Vocab(["<pad>", "<unk>", "<bos>", "<eos>"]))
+    load_checkpoint(plain, nn.Linear(3, 2))  # a checkpoint without a vocabulary loads as before

@@ -108,6 +108,20 @@ def test_cached_decoding_equals_full_recomputation(pre_norm):
     assert torch.allclose(model(src, ys), log_f, atol=1e-5)
 
 
+def test_cached_decoding_equals_recomputation_on_each_device_and_dtype(device_dtype, tol):
+    device, dtype = device_dtype  # CPU float32, and a GPU in bfloat16 where there is one (tests/conftest.py)
+    model = tiny().to(device=device, dtype=dtype)
+    src = random_src().to(device)
+    tgt = torch.randint(4, 19, (3, 6), generator=torch.Generator().manual_seed(5)).to(device)
+    tgt[:, 0] = BOS
+    with torch.no_grad():  # teacher-forced: the same tokens both ways, whatever the argmax in bfloat16
+        memory, mask = model.encode(src), model.src_mask(src)
+        full = model.decode(tgt, memory, mask)
+        cache = model.new_cache()
+        steps = [model.decode(tgt[:, t:t + 1], memory, mask, cache, offset=t) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, **tol)
+
+
 def test_cache_prefill_several_tokens_then_step():
     model = tiny()
     src = random_src()

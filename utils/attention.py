@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import checks
+from utils.checks import Float, Tensor, contract
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -125,24 +126,24 @@ def _inverted_convention(mask: torch.Tensor, T_q: int, T_k: int) -> str | None:
     return None
 
 
-def check_qkv(q: object, k: object, v: object) -> None:
-    """q, k, v are float tensors with at least 2 dims (..., T, d), all on one device."""
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        checks.tensor(x, name, "(..., T, d)", kind="float")
-    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if not q.device == k.device == v.device:
-        raise ValueError(f"q, k and v must be on one device, got q on {q.device}, k on {k.device}, v on {v.device}; "
-                         f"move them with .to(device)")
+def _sdpa_rules(q, k, v, mask, dropout_p, **_) -> None:
+    """What the shapes cannot say: a dropout rate in [0, 1), and a mask of the course's convention for
+    the scores (..., Tq, Tk)."""
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
+    if mask is not None:
+        check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
+                   device=q.device)
 
 
+@contract(rules=_sdpa_rules)
 def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
+    q: Float["... Tq d_k"],
+    k: Float["... Tk d_k"],
+    v: Float["... Tk d_v"],
+    mask: Tensor["..."] | None = None,
     dropout_p: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[Float["... Tq d_v"], Float["... Tq Tk"]]:
     """softmax(q kᵀ / √d_k) v, written out so the weights can be returned.
 
     Args:
@@ -157,17 +158,9 @@ def scaled_dot_product_attention(
         softmax before dropout. Masked positions have weight exactly 0; a query row
         with nothing to attend to has all-zero weights and a zero output (not NaN).
     """
-    check_qkv(q, k, v)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"queries and keys must have the same last dimension d_k; got q (..., {q.shape[-1]}) and k (..., {k.shape[-1]})")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"keys and values must have the same length Tk; got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
     if mask is not None:
-        check_mask(mask, scores.shape, device=scores.device)
         scores = scores.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN; give it
         # finite scores here and zero its weights below.
@@ -186,6 +179,9 @@ def causal_mask(T_q: int, T_k: int | None = None, device: torch.device | str | N
     With ``T_k > T_q`` (step-by-step decoding with cached keys) the queries are the
     *last* ``T_q`` positions, so query i sits at position ``T_k - T_q + i``.
     """
+    if checks.trusted():  # built inside a model: the sizes are its own
+        return torch.ones(T_q, T_q if T_k is None else T_k, dtype=torch.bool, device=device).tril(
+            diagonal=(T_q if T_k is None else T_k) - T_q)
     T_q = checks.integer(T_q, "T_q", what="the number of queries")
     T_k = T_q if T_k is None else checks.integer(T_k, "T_k", what="the number of keys")
     if T_q < 1 or T_k < T_q:
@@ -200,6 +196,8 @@ def key_padding_mask(ids_or_bool: torch.Tensor, pad_id: int = 0) -> torch.Tensor
     a (B, Tk) bool mask that is already True at real tokens (as from
     ``utils.text.pad_sequences``).
     """
+    if checks.trusted() and ids_or_bool.dtype != torch.bool:  # the model's own ids, checked at its door
+        return (ids_or_bool != pad_id)[:, None, None, :]
     x = checks.tensor(ids_or_bool, "key_padding_mask's ids_or_bool", "(B, Tk) of ids or bools")
     if x.dim() != 2:
         raise ValueError(f"key_padding_mask expects (B, Tk) ids or a (B, Tk) bool mask, got shape {tuple(x.shape)}"
@@ -246,11 +244,15 @@ def additive_mask(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> tor
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
+_BATCH_FIRST = ("MultiHeadAttention takes batch-first (B, T, d_model) tensors: with PyTorch's default (T, B, d_model) "
+                "layout, pass x.transpose(0, 1)")
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention as in "Attention Is All You Need".
 
     Projects queries, keys and values with ``W_Q, W_K, W_V`` (d_model -> d_model),
-    splits them into ``num_heads`` heads of size ``d_head = d_model // num_heads``,
+    splits them into ``num_heads`` heads of size ``d_k = d_model // num_heads``,
     attends in each head, concatenates the heads and projects with ``W_O``.
     Parameters: 4·d_model² weights + 4·d_model biases.
     """
@@ -261,7 +263,7 @@ class MultiHeadAttention(nn.Module):
         checks.probability(dropout)
         if d_model % num_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): each head gets d_model // num_heads dimensions")
-        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
         self.dropout = dropout
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -269,29 +271,28 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, H, T, d_head)."""
+        """(B, T, d_model) -> (B, H, T, d_k)."""
         B, T, _ = x.shape
-        return x.view(B, T, self.num_heads, self.d_head).transpose(1, 2)
+        return x.view(B, T, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, H, T, d_head) -> (B, T, d_model), the concatenation of the heads."""
-        B, H, T, dh = x.shape
-        return x.transpose(1, 2).reshape(B, T, H * dh)
+        """(B, H, T, d_k) -> (B, T, d_model), the concatenation of the heads."""
+        B, H, T, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * d_k)
 
-    def _check(self, name: str, x: torch.Tensor) -> None:
-        checks.tensor(x, name, f"(B, T, d_model={self.d_model})", kind="float")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
-        checks.same_device(self, **{name: x})
+    def _rules(self, query, key, mask, **_) -> None:
+        if mask is not None:
+            check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]), device=query.device)
 
+    @contract(rules=_rules, hint=_BATCH_FIRST)
     def forward(
         self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
+        query: Float["B Tq d_model"],
+        key: Float["B Tk d_model"],
+        value: Float["B Tk d_model"],
+        mask: Tensor["..."] | None = None,
         need_weights: bool = True,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[Float["B Tq d_model"], Float["B H Tq Tk"] | None]:
         """query (B, Tq, D), key and value (B, Tk, D); ``mask`` bool broadcastable to
         (B, H, Tq, Tk), True = may attend. Returns ``(output (B, Tq, D), weights
         (B, H, Tq, Tk))``; with ``need_weights=False`` PyTorch's fused kernel is used
@@ -301,14 +302,6 @@ class MultiHeadAttention(nn.Module):
         ``nn.MultiheadAttention(batch_first=False)`` takes) cannot always be told from a (B, T, D)
         one: it would attend across the batch instead of along the sentence. Transpose it first
         with ``x.transpose(0, 1)``; where query and key disagree on the first dim, the error says so."""
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            self._check(name, x)
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(f"key and value must share (B, Tk), got {tuple(key.shape)} and {tuple(value.shape)}")
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(f"query and key must have the same batch size, got {query.shape[0]} and {key.shape[0]}; "
-                             f"MultiHeadAttention takes batch-first (B, T, d_model) tensors: with PyTorch's default "
-                             f"(T, B, d_model) layout, pass x.transpose(0, 1)")
         q = self.split_heads(self.q_proj(query))  # (B, H, Tq, d_k)
         k = self.split_heads(self.k_proj(key))    # (B, H, Tk, d_k)
         v = self.split_heads(self.v_proj(value))  # (B, H, Tk, d_k)
@@ -316,8 +309,6 @@ class MultiHeadAttention(nn.Module):
         if need_weights:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
         else:
-            if mask is not None:
-                check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]), device=q.device)
             out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
         return self.out_proj(self.merge_heads(out)), weights  # (B, Tq, D)
 
@@ -363,18 +354,24 @@ class AdditiveAttention(nn.Module):
     def __init__(self, d_q: int, d_k: int, d_hidden: int):
         super().__init__()
         d_q, d_k, d_hidden = checks.sizes(d_q=d_q, d_k=d_k, d_hidden=d_hidden)
+        self.d_q, self.d_k = d_q, d_k
         self.W_q = nn.Linear(d_q, d_hidden, bias=False)
         self.W_k = nn.Linear(d_k, d_hidden, bias=False)
         self.w = nn.Linear(d_hidden, 1, bias=False)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _rules(self, q, k, mask, **_) -> None:
+        if mask is not None:
+            check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
+                       device=q.device)
+
+    @contract(rules=_rules)
+    def forward(self, q: Float["... Tq d_q"], k: Float["... Tk d_k"], v: Float["... Tk d_v"],
+                mask: Tensor["..."] | None = None) -> tuple[Float["... Tq d_v"], Float["... Tq Tk"]]:
         """q (..., Tq, d_q), k (..., Tk, d_k), v (..., Tk, d_v) -> (output (..., Tq, d_v), weights (..., Tq, Tk))."""
-        check_qkv(q, k, v)
         # Every (query, key) pair goes through the hidden layer: (..., Tq, Tk, d_hidden).
         hidden = torch.tanh(self.W_q(q).unsqueeze(-2) + self.W_k(k).unsqueeze(-3))
         scores = self.w(hidden).squeeze(-1)  # (..., Tq, Tk)
         if mask is not None:
-            check_mask(mask, scores.shape, device=scores.device)
             scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
         weights = torch.softmax(scores, dim=-1)
         if mask is not None:

@@ -1,35 +1,47 @@
 """Checks at the public entry points, written once: the message a learner's slip gets.
 
-Every public function of ``utils`` that takes a tensor, a whole number, a model or an optimizer
-checks it here, before any work, so that the error names the argument, says what was given and
-what was expected, and how to fix it, instead of PyTorch's ``'list' object has no attribute 'dim'``
-or ``'float' object cannot be interpreted as an integer`` from deep inside a loop.
+Each public entry point declares its contract once, at its door (:func:`contract`): the shapes and dtypes
+of its tensor arguments are part of its signature, written with the course's letters,
+
+    @contract(rules=_rules)
+    def forward(self, src: Ids["B S"], tgt_in: Ids["B T"]) -> Float["B T tgt_vocab"]:
+
+and checked at the call (:func:`check_arguments`), so that the error names the argument, the shape with its
+letters, what was given, and how to fix it, instead of PyTorch's ``'list' object has no attribute 'dim'``
+or ``mat1 and mat2 must have the same dtype`` from deep inside a layer. The value rules that shapes cannot
+say live here, one place each, and are called from the door:
 
 - :func:`tensor`: a ``torch.Tensor`` (not None, a list, a NumPy array or a str), optionally with a
   number of dims and a kind of dtype (``"ids"``, ``"float"``, ``"bool"``);
 - :func:`ids`: token ids, a tensor of **any integer dtype** (int64, int32 as NumPy gives on some
-  systems, int16, uint8, ...), returned as ``torch.long`` for the embedding and the loss: one rule at
-  every entry point that takes ids (float, bool and complex are refused);
+  systems, int16, uint8, ...), returned as ``torch.long`` for the embedding and the loss;
+- :func:`vocab_ids`: ids inside the vocabulary; :func:`right_padded`: padding only at the end of each row;
+  :func:`positions`: positions inside the model's table;
 - :func:`integer`: a whole number (not a float such as ``1.5 * S``, a bool or None), optionally >= a
   minimum; :func:`sizes` applies it to a constructor's sizes (each >= 1);
 - :func:`index`: an id inside a vocabulary (``pad_id``);
 - :func:`probability`: a dropout rate in [0, 1);
 - :func:`same_device`: a tensor on the device of a model's weights;
 - :func:`optimizer_for`: an optimizer (not an ``(optimizer, scheduler)`` pair) that holds the
-  model's parameters (not those of an earlier model).
+  model's parameters (not those of an earlier model); :func:`training_mode`: a loss with gradients on a
+  model left in eval mode; :func:`batch_of_pairs`: a ``PairBatch``, not a tuple;
+- :func:`content_sha256`, :func:`vocab_fingerprint`, :func:`same_vocab`: a saved model describes itself.
 
-Masks are checked by :func:`utils.attention.check_mask` (shape and the True = may attend
-convention), token ids by :func:`utils.text.check_ids` (the vocabulary's range).
+Behind the door nothing is checked again: while a door's function runs, :func:`trusted` is True and the
+doors it calls (an attention layer inside a model) go straight to their computation. Masks are checked by
+:func:`utils.attention.check_mask` (shape and the True = may attend convention).
 """
 
 from __future__ import annotations
 
 import numbers
+import threading
 
 import torch
 from torch import nn
 
-__all__ = ["tensor", "ids", "integer", "sizes", "index", "probability", "same_device", "optimizer_for"]
+__all__ = ["tensor", "ids", "integer", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
+           "Float", "Bool", "Tensor", "contract", "trusted", "check_arguments", "vocab_ids", "right_padded", "positions"]
 
 _KINDS = {
     "ids": ("integer token ids", lambda t: not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)),
@@ -46,6 +58,8 @@ def _how_to_convert(x: object, name: str, kind: str | None) -> str:
                 if kind == "ids" else "pass a tensor, not text")
     if type(x).__module__ == "numpy":
         return f"convert it with torch.from_numpy({name})"
+    if isinstance(x, nn.Module):
+        return "pass a tensor, not the model (its weights are e.g. model.embed.weight)"
     if isinstance(x, (list, tuple)):
         if kind == "ids":
             return (f"convert it with torch.tensor({name}) (a list of lists of different lengths: "
@@ -82,7 +96,7 @@ def ids(x: object, name: str, shape: str = "(B, T)", *, dims: int | tuple[int, .
     entry point; ``.long()`` returns a long tensor itself, no copy), anything else is refused by
     :func:`tensor` with a message naming ``name``. The vocabulary's range is checked by
     :func:`utils.text.check_ids`."""
-    return tensor(x, name, shape + " of token ids", dims=dims, kind="ids").long()
+    return tensor(x, name, shape, dims=dims, kind="ids").long()
 
 
 def integer(x: object, name: str, *, minimum: int | None = None, what: str = "") -> int:
@@ -168,3 +182,312 @@ def optimizer_for(model: nn.Module, optimizer: object, name: str = "optimizer") 
                          f"these weights; build it again from this model: "
                          f"{type(optimizer).__name__}(model.parameters(), ...)")
     return optimizer
+
+
+# --------------------------------------------------------------------------- contracts, declared once at the door
+
+
+class Spec:
+    """What one tensor argument must be: its dims, written with the course's letters (``"B T"``,
+    ``"B S d_model"``, ``"... Tq d_k"``; ``...`` = any leading dims, a number = that size), and its
+    kind of dtype (``"ids"``, ``"float"``, ``"bool"`` or None for any). Written in a signature as
+    ``Ids["B T"]``, ``Float["B T D"]``, ``Bool["B T"]`` or ``Tensor["..."]`` (see :func:`contract`)."""
+
+    __slots__ = ("dims", "kind", "text")
+
+    def __init__(self, dims: str, kind: str | None):
+        self.dims = tuple(dims.split())
+        self.kind = kind
+        self.text = "(" + ", ".join(self.dims) + ("," if len(self.dims) == 1 else "") + ")"
+
+    def __repr__(self) -> str:
+        return f"{self.text} {self.kind or 'tensor'}"
+
+
+class _Kind:
+    """``Ids["B T"]`` is ``Annotated[torch.Tensor, Spec("B T", "ids")]``: a tensor to type checkers and
+    readers, with its shape and dtype kind for :func:`contract` (jaxtyping's ``Int[Tensor, "B T"]``, checked
+    with the course's messages)."""
+
+    def __init__(self, kind: str | None):
+        self.kind = kind
+
+    def __getitem__(self, dims: str):
+        from typing import Annotated
+        return Annotated[torch.Tensor, Spec(dims, self.kind)]
+
+
+Ids, Float, Bool, Tensor = _Kind("ids"), _Kind("float"), _Kind("bool"), _Kind(None)
+
+_door = threading.local()  # .open: a door's function is running on this thread
+
+
+def trusted() -> bool:
+    """True while a :func:`contract` door's function runs: its arguments were checked at the door, so the
+    doors it calls (an attention layer inside a model) check nothing again."""
+    return getattr(_door, "open", False)
+
+
+def _specs(fn) -> dict[str, tuple[Spec, bool]]:
+    """{parameter: (Spec, None allowed)} from ``fn``'s annotations (read once, at its first call)."""
+    import types
+    import typing
+
+    out = {}
+    for name, hint in typing.get_type_hints(fn, include_extras=True).items():
+        optional = False
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            optional = len(args) < len(typing.get_args(hint))
+            hint = args[0] if len(args) == 1 else hint
+        if typing.get_origin(hint) is typing.Annotated:
+            spec = next((m for m in hint.__metadata__ if isinstance(m, Spec)), None)
+            if spec is not None and name != "return":
+                out[name] = (spec, optional)
+    return out
+
+
+def _size_of(owner: object, letter: str) -> int | None:
+    """A lower-case dim name bound to the module: ``d_model`` is ``self.d_model`` or ``self.cfg.d_model``."""
+    if owner is None or not letter[:1].islower():
+        return None
+    attrs = getattr(owner, "__dict__", {})  # (plain attributes: no nn.Module.__getattr__ on a miss)
+    value = attrs.get(letter)
+    if value is None and "cfg" in attrs:
+        value = getattr(attrs["cfg"], letter, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _reference(owner: object) -> torch.Tensor | None:
+    """The first parameter of a module (its device and dtype are the module's), else None."""
+    if isinstance(owner, nn.Module):
+        return next(owner.parameters(), None)
+    return None
+
+
+def _expected(spec: Spec, seen: dict, owner: object, letter: str, want: int) -> str:
+    """``spec`` with the sizes known so far written in, e.g. ``(2, S, 16)``, for a message."""
+    out = []
+    for d in spec.dims:
+        size = want if d == letter else seen.get(d, (None,))[0] if d in seen else _size_of(owner, d)
+        out.append(d if size is None else str(size))
+    return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
+
+
+def check_arguments(fn, arguments: dict, specs: dict[str, tuple[Spec, bool]], hint: str = "") -> None:
+    """The door of :func:`contract`: each annotated tensor argument is a tensor of its kind with its dims,
+    the letters agree across the arguments (and with the module's sizes), ids become ``torch.long``, and
+    every tensor is on the device (a float one also in the dtype) of the module's weights, or of the first
+    tensor argument for a function. Each error names the argument, the shape with its letters, what was
+    received and what to do."""
+    owner = arguments.get("self", arguments.get("model"))
+    ref, whose = _reference(owner), "the model's weights"
+    seen: dict[str, tuple[int, str]] = {}  # letter -> (size, where it was fixed)
+    for name, (spec, optional) in specs.items():
+        x = arguments.get(name)
+        if x is None and optional:
+            continue
+        dims = spec.dims
+        ndim = None if "..." in dims else len(dims)
+        x = tensor(x, name, spec.text, dims=ndim, kind=spec.kind)
+        if ndim is None and x.dim() < len(dims) - 1:
+            raise ValueError(f"{name} must be {spec.text}: at least {len(dims) - 1} dims, got shape {tuple(x.shape)}")
+        if spec.kind == "ids" and x.dtype != torch.long:
+            arguments[name] = x = x.long()
+        for letter, size in zip(reversed(dims), reversed(x.shape)):
+            if letter == "...":
+                break
+            want, where = (int(letter), "") if letter.isdigit() else seen.get(letter, (None, ""))
+            if want is None and (bound := _size_of(owner, letter)) is not None:
+                want, where = bound, f"{type(owner).__name__}'s {letter}"
+            if want is None:
+                seen[letter] = (size, f"{name} {spec.text}")
+            elif size != want:
+                raise ValueError(f"{name} must be {spec.text} = {_expected(spec, seen, owner, letter, want)} with "
+                                 f"{letter}={want}" + (f" as in {where}" if where else "")
+                                 + f", got shape {tuple(x.shape)} ({letter}={size})" + (f"; {hint}" if hint else ""))
+        if ref is None:
+            if x.is_floating_point():
+                ref, whose = x, name
+            continue
+        if x.device != ref.device:
+            raise ValueError(f"{name} is on {x.device} but {whose} {'are' if ref is not x and whose.endswith('weights') else 'is'} "
+                             f"on {ref.device}; move it with {name}.to({str(ref.device)!r})"
+                             + (f" (or the model with model.to({str(x.device)!r}))" if whose.endswith("weights") else ""))
+        if x.is_floating_point() and ref.is_floating_point() and x.dtype != ref.dtype:
+            raise TypeError(f"{name} has dtype {x.dtype} but {whose} {'have' if whose.endswith('weights') else 'has'} "
+                            f"{ref.dtype}; convert it with {name}.to({ref.dtype})"
+                            + (f" (or the model with model.to({x.dtype}))" if whose.endswith("weights") else ""))
+
+
+def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True):
+    """Declare a public entry point's contract once, at its door.
+
+    The tensor arguments' shapes and dtypes come from the signature (``src: Ids["B S"]``, ``x: Float["B T
+    d_model"]``) and are checked by :func:`check_arguments`; ``rules(**arguments)`` then checks what shapes
+    cannot say (ids inside the vocabulary, the mask convention, positions inside ``max_len``), each rule
+    written once in this module or beside its concept and called from there. Behind the door the
+    function trusts its arguments: the doors it calls in turn (a layer inside a model, ``decode`` inside
+    ``greedy_decode``) check nothing again while it runs (:func:`trusted`). ``trust_callees=False`` where
+    the function hands its arguments on unchecked (a loss function of the caller's, a model called on a
+    text whose ids only the model's door checks): the doors it calls then check as usual.
+    ``hint`` is added to a message about mismatched dims."""
+    import functools
+    import inspect
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+        names = list(signature.parameters)
+        known = set(names)
+        defaults = {k: p.default for k, p in signature.parameters.items() if p.default is not p.empty}
+        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in signature.parameters.values())
+        cache: list = []
+
+        def arguments_of(args: tuple, kwargs: dict) -> dict:
+            """{parameter: value}, defaults filled in: what ``signature.bind`` gives, at a fraction of its cost."""
+            if plain and len(args) <= len(names) and kwargs.keys() <= known \
+                    and not any(k in kwargs for k in names[:len(args)]):
+                arguments = {**defaults, **dict(zip(names, args)), **kwargs}
+                if len(arguments) == len(names):
+                    return arguments
+            bound = signature.bind(*args, **kwargs)  # a missing or unknown argument: Python's own TypeError
+            bound.apply_defaults()
+            return bound.arguments
+
+        @functools.wraps(fn)
+        def door(*args, **kwargs):
+            if getattr(_door, "open", False):
+                return fn(*args, **kwargs)
+            if not cache:
+                cache.append(_specs(fn))
+            arguments = arguments_of(args, kwargs)
+            check_arguments(fn, arguments, cache[0], hint)
+            if rules is not None:
+                rules(**arguments)
+            if not trust_callees:
+                return fn(**arguments)
+            _door.open = True
+            try:
+                return fn(**arguments)
+            finally:
+                _door.open = False
+
+        door.__contract__ = signature
+        return door
+
+    return wrap if fn is None else wrap(fn)
+
+
+# --------------------------------------------------------------------------- value rules that shapes cannot say, one place each
+
+
+def vocab_ids(ids: torch.Tensor | int, vocab_size: int, name: str = "ids") -> None:
+    """Raise a ValueError naming the vocabulary size unless every id is in ``0 .. vocab_size - 1``
+    (instead of the embedding's ``IndexError: index out of range in self``, or a CUDA assert).
+    ``utils.text.check_ids`` is this rule."""
+    ids = torch.as_tensor(ids)
+    if ids.numel() == 0:
+        return
+    lo, hi = torch.stack(torch.aminmax(ids)).tolist()
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"{name}: id {lo if lo < 0 else hi} is outside the vocabulary of size {vocab_size} (valid ids: "
+                         f"0..{vocab_size - 1}); encode with the model's own vocabulary, or give the model a larger one")
+
+
+def right_padded(ids: torch.Tensor, pad_id: int, name: str) -> None:
+    """A ValueError naming ``name`` unless every row of the (B, T) ``ids`` is its tokens followed by
+    ``pad_id`` only (the course's batches are right-padded): a <pad> before a real token means the batch
+    was left-padded, or given as (T, B) instead of (B, T), and the model would read padding as words."""
+    real = ids != pad_id
+    if ids.shape[1] > 1 and bool((real[:, 1:] & ~real[:, :-1]).any()):
+        row = int((real[:, 1:] & ~real[:, :-1]).any(1).nonzero()[0])
+        raise ValueError(f"{name} is not right-padded: row {row} has <pad> (id {pad_id}) before a real token, "
+                         f"{ids[row].tolist()[:12]}; batches here are (B, T) with the padding at the end of each "
+                         f"row (utils.text.pad_sequences). Given as (T, B)? pass {name}.T; left-padded? pad on the right")
+
+
+def positions(name: str, T: int, offset: int, limit: int, setting: str) -> None:
+    """A ValueError naming ``name`` unless positions ``offset .. offset + T - 1`` fit a table of ``limit``
+    positions (``setting`` says where the limit is set, e.g. ``TransformerConfig(max_len=32)``)."""
+    if offset + T > limit:
+        where = f"{T} tokens" if offset == 0 else f"positions {offset}..{offset + T - 1}"
+        raise ValueError(f"{name} has {where}, but this model has positions for at most {limit} tokens "
+                         f"({setting}); shorten {name} (e.g. {name}[:, -{limit}:] or {name}[:, :{limit}]) "
+                         f"or build the model with a larger one")
+
+
+def batch_of_pairs(batch: object, name: str = "batch") -> None:
+    """A TypeError naming ``name`` unless ``batch`` has ``.src`` and ``.tgt`` (a :class:`utils.text.PairBatch`,
+    as ``collate_pairs`` gives): a ``(src, tgt)`` tuple is the usual slip."""
+    if not (hasattr(batch, "src") and hasattr(batch, "tgt")):
+        got = f"a {type(batch).__name__}" + (f" of {len(batch)}" if isinstance(batch, (tuple, list)) else "")
+        raise TypeError(f"{name} must be a utils.text.PairBatch (with batch.src and batch.tgt), as collate_pairs gives "
+                        f"and a DataLoader(..., collate_fn=collate_pairs) yields; got {got}. From two tensors: "
+                        f"PairBatch(src, src_len, src != pad, tgt, tgt_len, tgt != pad)")
+
+
+def training_mode(model: nn.Module, name: str, dropout: float, stacklevel: int = 3) -> None:
+    """A warning naming ``name`` when a loss is computed with gradients on a model left in eval mode whose
+    dropout is > 0: the update would train a model without its dropout (``model.eval()`` from an evaluation
+    cell, or from ``greedy_decode`` run by hand). No warning under ``torch.no_grad()`` (an evaluation)."""
+    if dropout > 0 and not model.training and torch.is_grad_enabled():
+        import warnings
+        warnings.warn(f"{name} is in eval mode (dropout {dropout} switched off) while a loss with gradients is "
+                      f"computed: call {name}.train() before training steps (utils.training.fit does), or compute "
+                      f"an evaluation loss under torch.no_grad()", stacklevel=stacklevel)
+
+
+# --------------------------------------------------------------------------- artefacts that describe themselves
+
+
+def content_sha256(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of a state dict's names, dtypes, shapes and bytes (in name order): stored with a saved
+    model and compared on load, so that damaged bytes are named instead of loaded."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in sorted(state):
+        t = state[key]
+        if not isinstance(t, torch.Tensor):
+            continue
+        t = t.detach().to("cpu").contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}|".encode())
+        if t.numel():
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def vocab_tokens(vocab: object, name: str = "vocab") -> list[str]:
+    """The tokens of a vocabulary in id order: a :class:`utils.text.Vocab` (``itos``), a
+    :class:`utils.gpt.CharTokenizer` (``chars``) or a list of str; else a TypeError naming ``name``."""
+    for attr in ("itos", "chars"):
+        if hasattr(vocab, attr):
+            return list(getattr(vocab, attr))
+    if isinstance(vocab, (list, tuple)) and all(isinstance(t, str) for t in vocab):
+        return list(vocab)
+    raise TypeError(f"{name} must be a utils.text.Vocab, a utils.gpt.CharTokenizer or a list of its tokens, "
+                    f"got {type(vocab).__name__}")
+
+
+def vocab_fingerprint(vocab: object, name: str = "vocab") -> str:
+    """SHA-256 (16 hex digits) of a vocabulary's tokens in id order: two vocabularies of the same size
+    but other tokens, or another order, differ."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join(vocab_tokens(vocab, name)).encode()).hexdigest()[:16]
+
+
+def same_vocab(saved: list[str] | None, saved_fingerprint: str, given: object, name: str, where: str) -> None:
+    """A ValueError naming ``name`` unless ``given`` has the fingerprint ``saved_fingerprint`` stored in
+    ``where``: the model was trained with another vocabulary, whose ids mean other tokens."""
+    tokens = vocab_tokens(given, name)
+    if vocab_fingerprint(tokens) == saved_fingerprint:
+        return
+    diff = ""
+    if saved is not None:
+        pairs = [(i, a, b) for i, (a, b) in enumerate(zip(saved, tokens)) if a != b][:3]
+        diff = "; first differences: " + ", ".join(f"id {i} is {a!r} there, {b!r} here" for i, a, b in pairs) if pairs else ""
+    raise ValueError(f"{name} is not the vocabulary {where} was saved with (size {len(tokens)} here"
+                     + (f", {len(saved)} there" if saved is not None else "") + f"{diff}): its ids would decode to other "
+                     f"tokens. Use the vocabulary saved with the model (e.g. Vocab(extra['vocab']) or "
+                     f"CharTokenizer of the same text)")

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import checks
+from utils.checks import Float, Ids, contract
 from utils.text import Vocab, check_ids, masked_mean
 
 __all__ = ["CBOW", "context_windows", "cosine_matrix", "nearest_neighbours", "plot_neighbours", "plot_embeddings_2d"]
@@ -29,10 +30,12 @@ class CBOW(nn.Module):
         self.out = nn.Linear(dim, vocab_size)
         self.pad_id = pad_id
 
-    def forward(self, context: torch.Tensor) -> torch.Tensor:
-        """``context`` (B, C) ids, ``<pad>`` where a window runs off the sentence -> logits (B, V)."""
-        context = checks.ids(context, "context", "(B, C)")  # any integer dtype, as torch.long
+    def _rules(self, context: torch.Tensor) -> None:  # what the shape cannot say: ids inside the vocabulary
         check_ids(context, self.embed.num_embeddings, "context")
+
+    @contract(rules=_rules)
+    def forward(self, context: Ids["B C"]) -> Float["B V"]:
+        """``context`` (B, C) ids, ``<pad>`` where a window runs off the sentence -> logits (B, V)."""
         e = self.embed(context)                       # (B, C, D)
         h = masked_mean(e, context != self.pad_id)     # (B, D): pads do not count
         return self.out(h)                            # (B, V)
@@ -44,6 +47,10 @@ def context_windows(sentences: Sequence[Sequence[int]], window: int = 2, pad_id:
 
     Returns ``contexts`` (N, 2*window) and ``centres`` (N,), N = total tokens.
     """
+    if isinstance(sentences, str) or isinstance(sentences, torch.Tensor) and sentences.dim() != 2:
+        raise TypeError(f"sentences must be a list of sentences, each a list of token ids (vocab.encode(tokenize(s))), "
+                        f"got {'a str' if isinstance(sentences, str) else 'a tensor of shape ' + str(tuple(sentences.shape))}")
+    window = checks.integer(window, "window")
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
     ctx, ctr = [], []
@@ -57,13 +64,15 @@ def context_windows(sentences: Sequence[Sequence[int]], window: int = 2, pad_id:
     return torch.cat(ctx), torch.cat(ctr)
 
 
-def cosine_matrix(weights: torch.Tensor) -> torch.Tensor:
+@contract
+def cosine_matrix(weights: Float["V D"]) -> Float["V V"]:
     """(V, D) vectors -> (V, V) cosine similarities."""
     w = F.normalize(weights.detach().float(), dim=-1)
     return w @ w.T
 
 
-def nearest_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 8) -> list[tuple[str, float]]:
+@contract
+def nearest_neighbours(weights: Float["V D"], vocab: Vocab, word: str, k: int = 8) -> list[tuple[str, float]]:
     """The ``k`` words whose vectors have the highest cosine similarity with ``word``'s
     (the word itself and the special tokens excluded)."""
     if word not in vocab:

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import checks
+from utils.checks import Float, Ids, contract
 from utils.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from utils.positional import sinusoidal_encoding
 from utils.scale import GroupedQueryAttention, RMSNorm, SwiGLU, apply_rotary, repeat_kv, rope_angles, swiglu_hidden
@@ -76,11 +77,10 @@ def show_char(c: str) -> str:
     return {"\n": "\\n", " ": "␣"}.get(c, c)
 
 
-def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1) -> dict[str, torch.Tensor]:
-    """Cut a 1-D tensor of token ids into contiguous train / val / test parts (in that order),
-    so that no window of the validation or test text was seen in training."""
-    if ids.dim() != 1:
-        raise ValueError(f"ids must be 1-D (the whole text), got shape {tuple(ids.shape)}")
+@contract
+def split_text(ids: Ids["N"], val_frac: float = 0.1, test_frac: float = 0.1) -> dict[str, Ids["N"]]:
+    """Cut a 1-D tensor of token ids (the whole text, 1-D) into contiguous train / val / test parts (in that
+    order), so that no window of the validation or test text was seen in training."""
     if not (0 < val_frac < 1 and 0 < test_frac < 1 and val_frac + test_frac < 1):
         raise ValueError(f"need 0 < val_frac, test_frac and val_frac + test_frac < 1, got {val_frac}, {test_frac}")
     n = len(ids)
@@ -88,10 +88,10 @@ def split_text(ids: torch.Tensor, val_frac: float = 0.1, test_frac: float = 0.1)
     return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
 
 
-def get_batch(data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
-              device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+@contract
+def get_batch(data: Ids["N"], block_size: int, batch_size: int, generator: torch.Generator | None = None,
+              device: torch.device | str | None = None) -> tuple[Ids["B T"], Ids["B T"]]:
     """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
-    checks.tensor(data, "data", "(N,) of token ids", dims=1, kind="ids")
     block_size, batch_size = checks.integer(block_size, "block_size"), checks.integer(batch_size, "batch_size")
     if block_size < 1 or batch_size < 1:
         raise ValueError(f"block_size and batch_size must be >= 1, got {block_size} and {batch_size}")
@@ -163,11 +163,13 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
+        self.d_model = d_model
         self.fc = nn.Linear(d_model, 4 * d_model, bias=bias)
         self.proj = nn.Linear(4 * d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return self.dropout(self.proj(F.gelu(self.fc(x))))
 
 
@@ -181,6 +183,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
+        self.d_model = cfg.d_model
         norm = _norm_factory(cfg)
         self.ln1 = norm()
         self.ln2 = norm() if cfg.feed_forward else None
@@ -204,10 +207,10 @@ class Block(nn.Module):
         """Causal self-attention of (B, T_new, d) over the cached positions and itself."""
         a = self.attn
         B, T, _ = x.shape
-        dh, n_kv = a.d_head, a.num_heads // self.n_rep
-        q = a.q_proj(x).view(B, T, a.num_heads, dh).transpose(1, 2)  # (B, H, T_new, d_k)
-        k = a.k_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, d_k)
-        v = a.v_proj(x).view(B, T, n_kv, dh).transpose(1, 2)         # (B, H_kv, T_new, d_k)
+        d_k, n_kv = a.d_k, a.num_heads // self.n_rep
+        q = a.q_proj(x).view(B, T, a.num_heads, d_k).transpose(1, 2)  # (B, H, T_new, d_k)
+        k = a.k_proj(x).view(B, T, n_kv, d_k).transpose(1, 2)         # (B, H_kv, T_new, d_k)
+        v = a.v_proj(x).view(B, T, n_kv, d_k).transpose(1, 2)         # (B, H_kv, T_new, d_k)
         if rope is not None:
             q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if cache is not None:
@@ -224,8 +227,9 @@ class Block(nn.Module):
             out, w = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
         return a.out_proj(a.merge_heads(out)), w  # (B, T_new, D), (B, H, T_new, T_all) or None
 
-    def forward(self, x: torch.Tensor, cache: dict | None = None, need_weights: bool = False,
-                rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    @contract
+    def forward(self, x: Float["B T d_model"], cache: dict | None = None, need_weights: bool = False,
+                rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> Float["B T d_model"]:
         """x (B, T, d) -> (B, T, d). With ``need_weights`` the attention weights (B, H, T, T_all) are kept
         in ``self.attn_weights`` (the slower, unfused path)."""
         out, self.attn_weights = self.attention(self.ln1(x), cache, need_weights, rope)
@@ -261,14 +265,14 @@ class GPT(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, offset: int = 0,
-                cache: list[dict] | None = None, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """idx (B, T) token ids (any integer dtype) at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
-        with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
-        idx = checks.ids(idx, "idx")  # any integer dtype, as torch.long
-        checks.same_device(self, idx=idx, targets=targets)
+    def _rules(self, idx, targets, offset, cache, need_weights) -> None:
+        """The value rules of :meth:`forward`: ids inside the vocabulary, positions inside ``block_size``,
+        a cache of one dict per block that holds the positions before ``offset``."""
         check_ids(idx, self.cfg.vocab_size, "idx")
-        T = idx.shape[1]
+        if targets is not None:
+            check_ids(targets, self.cfg.vocab_size, "targets")
+            checks.training_mode(self, "model", self.cfg.dropout, stacklevel=5)
+        offset, T = checks.integer(offset, "offset", minimum=0), idx.shape[1]
         if offset + T > self.cfg.block_size and self.cfg.pos == "learned":
             raise ValueError(f"positions {offset}..{offset + T - 1} exceed block_size {self.cfg.block_size}: "
                              f"crop the context to its last {self.cfg.block_size} tokens")
@@ -277,6 +281,13 @@ class GPT(nn.Module):
         if cache is not None and cache[0] and cache[0]["k"].shape[2] != offset:
             raise ValueError(f"the cache holds {cache[0]['k'].shape[2]} positions, so the new tokens start at "
                              f"offset {cache[0]['k'].shape[2]}, not {offset}")
+
+    @contract(rules=_rules)
+    def forward(self, idx: Ids["B T"], targets: Ids["B T"] | None = None, *, offset: int = 0,
+                cache: list[dict] | None = None, need_weights: bool = False) -> tuple[Float["B T V"], torch.Tensor | None]:
+        """idx (B, T) token ids (any integer dtype) at positions ``offset .. offset + T - 1``; returns logits (B, T, V) and,
+        with ``targets`` (B, T), the mean cross-entropy. ``cache``: one dict per block (see :class:`Block`)."""
+        T = idx.shape[1]
         pos = torch.arange(offset, offset + T, device=idx.device)
         rope = None
         if self.cfg.pos == "learned":
@@ -294,10 +305,6 @@ class GPT(nn.Module):
         logits = self.head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
-        targets = checks.ids(targets, "targets", dims=None)
-        if targets.shape != idx.shape:
-            raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
-        check_ids(targets, self.cfg.vocab_size, "targets")
         return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
     def new_cache(self) -> list[dict]:
@@ -316,7 +323,7 @@ class GPT(nn.Module):
 def gpt_parameter_count(cfg: GPTConfig) -> int:
     """Parameters of :class:`GPT` by formula. Notebook 09's model: embeddings V·d + T·d; per block
     2 LayerNorms (4d), attention 4d² + 4d, MLP 8d² + 5d; final LayerNorm 2d; the output layer is tied (0).
-    The options change the terms: key/value projections of d·(n_kv_head·d_head) each, SwiGLU's 3·d·h,
+    The options change the terms: key/value projections of d·(n_kv_head·d_k) each, SwiGLU's 3·d·h,
     norms of d (RMSNorm, or LayerNorm without bias) or none, no position table unless learned, no MLP
     and no second norm without ``feed_forward``."""
     d, b = cfg.d_model, int(cfg.bias)
@@ -361,7 +368,8 @@ def _check_temperature(temperature: object) -> float:
     return float(temperature)
 
 
-def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
+@contract
+def sampling_distribution(logits: Float["... V"], temperature: float = 1.0, top_k: int | None = None) -> Float["... V"]:
     """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim.
 
     ``temperature`` is a finite number >= 0. ``temperature=0`` is greedy decoding, the limit of the
@@ -381,18 +389,34 @@ def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k:
     return F.softmax(logits, dim=-1)
 
 
-def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+@contract
+def top_k_filter(logits: Float["... V"], k: int) -> Float["... V"]:
     """Keep the ``k`` largest logits of each row, set the others to -inf."""
-    if not 1 <= k:
-        raise ValueError(f"top_k must be >= 1, got {k}")
+    k = checks.integer(k, "k", minimum=1, what="the logits kept")
     k = min(k, logits.shape[-1])
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
+def _generate_rules(model, idx, max_new_tokens, temperature, top_k, **_) -> None:
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a utils.gpt.GPT, got {type(model).__name__}")
+    max_new_tokens = checks.integer(max_new_tokens, "max_new_tokens", what="tokens to add")
+    if top_k is not None:
+        checks.integer(top_k, "top_k", minimum=1)
+    _check_temperature(temperature)
+    if idx.shape[1] == 0:
+        raise ValueError(f"idx must hold at least one token per row (the prompt), got shape {tuple(idx.shape)}; "
+                         f"generation continues a prompt, so give it at least one token, e.g. torch.zeros(B, 1, dtype=torch.long)")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    check_ids(idx, model.cfg.vocab_size, "idx")
+
+
+@contract(rules=_generate_rules)
 @torch.no_grad()
-def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
-             top_k: int | None = None, use_cache: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
+def generate(model: GPT, idx: Ids["B T"], max_new_tokens: int, *, temperature: float = 1.0,
+             top_k: int | None = None, use_cache: bool = True, generator: torch.Generator | None = None) -> Ids["B T"]:
     """Continue each row of ``idx`` (B, T0) by ``max_new_tokens`` sampled tokens; returns (B, T0 + new).
 
     ``idx`` may have any integer dtype (the result is torch.long). ``temperature=0`` takes the most
@@ -401,19 +425,8 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
     the text is longer than ``block_size`` the window slides and the cache is rebuilt from it, so the
     result is identical to recomputing everything at every step (``use_cache=False``).
     ``max_new_tokens=0`` returns ``idx`` as it is."""
-    if not isinstance(model, GPT):
-        raise TypeError(f"model must be a utils.gpt.GPT, got {type(model).__name__}")
-    idx = checks.ids(idx, "idx")
-    checks.same_device(model, idx=idx)
-    max_new_tokens = checks.integer(max_new_tokens, "max_new_tokens", what="tokens to add")
-    if top_k is not None:
-        top_k = checks.integer(top_k, "top_k", minimum=1)
-    temperature = _check_temperature(temperature)
-    if idx.shape[1] == 0:
-        raise ValueError(f"idx must hold at least one token per row (the prompt), got shape {tuple(idx.shape)}; "
-                         f"generation continues a prompt, so give it at least one token, e.g. torch.zeros(B, 1, dtype=torch.long)")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    max_new_tokens, temperature = int(max_new_tokens), float(temperature)
+    top_k = None if top_k is None else int(top_k)
     was_training = model.training
     model.eval()
     block = model.cfg.block_size
@@ -437,8 +450,9 @@ def generate(model: GPT, idx: torch.Tensor, max_new_tokens: int, *, temperature:
     return idx
 
 
+@contract(trust_callees=False)
 @torch.no_grad()
-def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
+def estimate_loss(model: GPT, data: Ids["N"], batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
     """Mean loss over ``batches`` fixed random windows of ``data`` (the same windows every call)."""
     if batches < 1:
         raise ValueError(f"batches must be >= 1, got {batches}")
@@ -451,8 +465,9 @@ def estimate_loss(model: GPT, data: torch.Tensor, batch_size: int = 32, batches:
     return sum(losses) / len(losses)
 
 
+@contract(trust_callees=False)
 @torch.no_grad()
-def text_loss(model: GPT, data: torch.Tensor, batch_size: int = 256, block_size: int | None = None) -> float:
+def text_loss(model: GPT, data: Ids["N"], batch_size: int = 256, block_size: int | None = None) -> float:
     """Mean loss over **every** position of ``data``, cut into non-overlapping windows of ``block_size``
     (the model's unless given: a model without a position table can be scored on longer windows;
     the tail shorter than one window is left out): the exact score of a held-out text."""

@@ -16,6 +16,8 @@ from typing import Sequence
 
 import torch
 
+from utils import checks
+
 __all__ = ["BLEUScore", "bleu", "tokenized_bleu", "token_accuracy", "exact_match"]
 
 
@@ -83,20 +85,36 @@ def tokenized_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
     return _run([" ".join(h) for h in hypotheses], [" ".join(r) for r in references], tokenize="none", force=True)
 
 
-def token_accuracy(logits_or_pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor | None = None) -> float:
+def _accuracy_rules(logits_or_pred, target, mask) -> None:
+    pred_shape = logits_or_pred.shape[:-1] if logits_or_pred.dim() == target.dim() + 1 else logits_or_pred.shape
+    if pred_shape != target.shape:
+        layout = (f"; logits_or_pred looks like cross_entropy's (B, V, T) layout: pass logits.transpose(1, 2)"
+                  if logits_or_pred.dim() == 3 and logits_or_pred.shape[0] == target.shape[0]
+                  and logits_or_pred.shape[2] == target.shape[1] else
+                  "; sequences padded to different lengths are not aligned position by position: pad both to one "
+                  "length (or compare the unpadded sequences)" if pred_shape[:-1] == target.shape[:-1] else "")
+        raise ValueError(f"logits_or_pred gives predictions of shape {tuple(pred_shape)} but target has shape "
+                         f"{tuple(target.shape)}: predictions and targets must have the same shape (B, T){layout}")
+    if mask is not None:
+        if mask.shape != target.shape:
+            raise ValueError(f"mask must be bool of shape {tuple(target.shape)}, got {mask.dtype} {tuple(mask.shape)}")
+        if bool(mask.any()) and not bool((mask & (target != 0)).any()) and bool((target != 0).any()):
+            raise ValueError("mask selects only <pad> targets (id 0): it looks like True = padding (ids == pad); the "
+                             "mask here is True at the positions that count: pass target != pad, or ~mask")
+
+
+@checks.contract(rules=_accuracy_rules)
+def token_accuracy(logits_or_pred: checks.Tensor["B T ..."], target: checks.Ids["B T"],
+                   mask: checks.Bool["B T"] | None = None) -> float:
     """Fraction of positions where the prediction equals the target.
 
     ``logits_or_pred`` is (B, T, V) logits or (B, T) predicted ids; ``target`` is
     (B, T) ids; ``mask`` (B, T) bool, True at positions that count (pads excluded).
     """
     pred = logits_or_pred.argmax(-1) if logits_or_pred.dim() == target.dim() + 1 else logits_or_pred
-    if pred.shape != target.shape:
-        raise ValueError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} must have the same shape")
     correct = pred == target
     if mask is None:
         return correct.float().mean().item()
-    if mask.shape != target.shape or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be bool of shape {tuple(target.shape)}, got {mask.dtype} {tuple(mask.shape)}")
     n = mask.sum().item()
     if n == 0:
         raise ValueError("mask selects no positions")
@@ -106,4 +124,9 @@ def token_accuracy(logits_or_pred: torch.Tensor, target: torch.Tensor, mask: tor
 def exact_match(predictions: Sequence[Sequence], targets: Sequence[Sequence]) -> float:
     """Fraction of sequences predicted exactly, token for token."""
     _check_pairs(predictions, targets)
+    if all(isinstance(x, torch.Tensor) and x.dim() == 2 for x in (predictions, targets)) \
+            and predictions.shape[1] != targets.shape[1]:
+        raise ValueError(f"predictions {tuple(predictions.shape)} and targets {tuple(targets.shape)} are padded to "
+                         f"different lengths: compared row by row as lists, every padded row would differ; compare "
+                         f"the unpadded sequences (e.g. vocab.decode(row) or greedy_decode's lists), or pad both alike")
     return sum(list(p) == list(t) for p, t in zip(predictions, targets)) / len(targets)

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from utils import checks
+from utils.checks import Float, contract
 
 __all__ = ["sinusoidal_encoding", "offset_matrix", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
 
@@ -84,9 +85,10 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base=base), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    @contract(rules=lambda self, x, offset: _check_input(x, self.d_model, offset, self.max_len, "SinusoidalPositionalEncoding"))
+    def forward(self, x: Float["B T d_model"], offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, d_model) -> (B, T, d_model), the first token being at position ``offset``."""
-        T = _check_input(x, self.d_model, offset, self.max_len, "SinusoidalPositionalEncoding")
+        T = x.shape[1]
         return self.dropout(x + self.pe[offset:offset + T].to(x.dtype))
 
 
@@ -104,8 +106,9 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.embedding.weight, std=init_std)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    @contract(rules=lambda self, x, offset: _check_input(x, self.d_model, offset, self.max_len, "LearnedPositionalEmbedding"))
+    def forward(self, x: Float["B T d_model"], offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, d_model) -> (B, T, d_model), the first token being at position ``offset``."""
-        T = _check_input(x, self.d_model, offset, self.max_len, "LearnedPositionalEmbedding")
+        T = x.shape[1]
         pos = torch.arange(offset, offset + T, device=x.device)
         return self.dropout(x + self.embedding(pos).to(x.dtype))

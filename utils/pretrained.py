@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from . import checks
 from .data import REPO_ROOT, _sha256  # the data cache's streaming SHA-256
 from .text import Vocab
 
@@ -146,7 +147,9 @@ def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained
         raise PretrainedError(f"no pretrained model {name!r}; available: {sorted(manifest)}")
     entry = manifest[name]
     meta = json.loads(_verified(folder, entry, f"{name}.json").read_text())
-    weights = dequantize_int8(load_file(_verified(folder, entry, f"{name}.safetensors")), f"{name}.safetensors")
+    stored = load_file(_verified(folder, entry, f"{name}.safetensors"))
+    _check_described(folder / f"{name}.safetensors", stored, meta)
+    weights = dequantize_int8(stored, f"{name}.safetensors")
     model = build_model(meta["kind"], meta["config"])
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = set(meta.get("tied", {}))
@@ -157,6 +160,26 @@ def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained
     info = {"weights": "float16", **meta, "bleu": entry["bleu"], "files": entry["files"]}
     info.pop("src_vocab"), info.pop("tgt_vocab")
     return Pretrained(name, model, Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"]), info)
+
+
+def _check_described(path: Path, stored: dict[str, torch.Tensor], meta: dict) -> None:
+    """Compare what the weights file says about itself (written by :func:`save_pretrained`: the SHA-256 of
+    its tensors, the fingerprints of the vocabularies they were trained with) with its tensors and with
+    the vocabularies of the json; files written before these were stored are not compared."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        described = f.metadata() or {}
+    if "content_sha256" in described and checks.content_sha256(stored) != described["content_sha256"]:
+        raise PretrainedError(f"{path} is damaged: its tensors do not match the SHA-256 stored in the file when it was "
+                              f"written (bytes changed after the export); restore it with `git checkout -- "
+                              f"pretrained/{path.name}` or export it again")
+    for side in ("src_vocab", "tgt_vocab"):
+        key = f"{side}_fingerprint"
+        if key in described and checks.vocab_fingerprint(meta[side]) != described[key]:
+            raise PretrainedError(f"{path.with_suffix('.json').name}: the vocab in it ({side}) is not the one {path.name} "
+                                  f"was trained with (fingerprint {checks.vocab_fingerprint(meta[side])}, the weights say "
+                                  f"{described[key]}): the model's ids would decode to other words; restore the json")
 
 
 def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -231,8 +254,10 @@ def save_pretrained(folder: Path, name: str, kind: str, model: nn.Module, config
     state = {k: v.contiguous() for k, v in state.items()}
     files = {}
     for filename, write in (
-        (f"{name}.safetensors", lambda p: save_file(state, str(p), metadata={"format": "pt", "course_model": name,
-                                                                            "weights": weights})),
+        (f"{name}.safetensors", lambda p: save_file(state, str(p), metadata={
+            "format": "pt", "course_model": name, "weights": weights, "content_sha256": checks.content_sha256(state),
+            "src_vocab_fingerprint": checks.vocab_fingerprint(src_vocab),
+            "tgt_vocab_fingerprint": checks.vocab_fingerprint(tgt_vocab)})),
         (f"{name}.json", lambda p: p.write_text(json.dumps(
             dict(name=name, kind=kind, config=config, tied=tied, weights=weights, **meta,
                  src_vocab=src_vocab.to_list(), tgt_vocab=tgt_vocab.to_list()), indent=1) + "\n")),

@@ -25,6 +25,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from . import checks
 from .attention import refuse_inverted
+from .checks import Bool, Float, Ids, Tensor, contract
 from .text import PairBatch, check_ids
 from .training import to_device
 
@@ -37,21 +38,21 @@ __all__ = [
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 
 
-def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate a right-padded (B, T) id batch (any integer dtype) and its bool mask; return the ids
-    as torch.long and the lengths (B,)."""
-    ids = checks.ids(ids, name, "(B, T)")
-    checks.tensor(mask, f"{name}_mask", "(B, T) of bools, True = real token")
-    if mask.shape != ids.shape or mask.dtype != torch.bool:
-        raise ValueError(f"{name}_mask must be bool of shape {tuple(ids.shape)} (True = real token), "
-                         f"got {mask.dtype} of shape {tuple(mask.shape)}")
+def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.Tensor:
+    """The value rule of a right-padded (B, T) id batch and its bool mask (their shapes and dtypes were
+    checked at the door): every row has a real token and its mask is True on a prefix; returns the lengths (B,)."""
     lengths = mask.sum(1)
     if bool((lengths == 0).any()):
         raise ValueError(f"every sentence in {name} needs at least one real token (a row of {name}_mask is all False)")
     right_padded = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]
     if not torch.equal(right_padded, mask):
         raise ValueError(f"{name}_mask must be True on a prefix of each row (right padding, True = real token)")
-    return ids, lengths
+    return lengths
+
+
+def _source_rules(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor, vocab_size: int) -> None:
+    _check_ids_mask(src, src_mask, "src")
+    check_ids(src, vocab_size, "src")
 
 
 # --------------------------------------------------------------------------- #
@@ -87,10 +88,10 @@ class Encoder(nn.Module):
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(emb_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+    @contract(rules=lambda self, src, src_mask: _source_rules(self, src, src_mask, self.embed.num_embeddings))
+    def forward(self, src: Ids["B S"], src_mask: Bool["B S"]) -> EncoderOutput:
         """src (B, S) right-padded ids (any integer dtype), src_mask (B, S) bool, True at real tokens."""
-        src, lengths = _check_ids_mask(src, src_mask, "src")
-        check_ids(src, self.embed.num_embeddings, "src")
+        lengths = src_mask.sum(1)                                                 # (B,)
         x = self.dropout(self.embed(src))                                         # (B, S, D_emb)
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.rnn(packed)
@@ -116,12 +117,6 @@ class Score(nn.Module):
         super().__init__()
         self.query_dim, self.key_dim = checks.sizes(query_dim=query_dim, key_dim=key_dim)
 
-    def _check(self, query: torch.Tensor, keys: torch.Tensor) -> None:
-        if query.dim() != 2 or keys.dim() != 3 or query.shape[0] != keys.shape[0] \
-                or query.shape[1] != self.query_dim or keys.shape[2] != self.key_dim:
-            raise ValueError(f"{type(self).__name__} expects query (B, {self.query_dim}) and keys (B, S, {self.key_dim}), "
-                             f"got {tuple(query.shape)} and {tuple(keys.shape)}")
-
     def prepare(self, keys: torch.Tensor) -> torch.Tensor | None:
         return None
 
@@ -138,16 +133,18 @@ class _SameDim(Score):
 class DotScore(_SameDim):
     """e_i = s · h_i."""
 
-    def forward(self, query, keys, prepared=None):
-        self._check(query, keys)
+    @contract
+    def forward(self, query: Float["B query_dim"], keys: Float["B S key_dim"],
+                prepared: Tensor["B S D_a"] | None = None) -> Float["B S"]:
         return torch.einsum("bd,bsd->bs", query, keys)
 
 
 class ScaledDotScore(_SameDim):
     """e_i = s · h_i / sqrt(D): the dot score with its spread kept near 1."""
 
-    def forward(self, query, keys, prepared=None):
-        self._check(query, keys)
+    @contract
+    def forward(self, query: Float["B query_dim"], keys: Float["B S key_dim"],
+                prepared: Tensor["B S D_a"] | None = None) -> Float["B S"]:
         return torch.einsum("bd,bsd->bs", query, keys) / math.sqrt(self.key_dim)
 
 
@@ -160,8 +157,9 @@ class CosineScore(_SameDim):
         super().__init__(query_dim, key_dim)
         self.beta = nn.Parameter(torch.tensor(float(init_beta)))
 
-    def forward(self, query, keys, prepared=None):
-        self._check(query, keys)
+    @contract
+    def forward(self, query: Float["B query_dim"], keys: Float["B S key_dim"],
+                prepared: Tensor["B S D_a"] | None = None) -> Float["B S"]:
         return self.beta * F.cosine_similarity(query[:, None, :], keys, dim=-1, eps=1e-6)
 
 
@@ -178,8 +176,9 @@ class AdditiveScore(Score):
     def prepare(self, keys):
         return self.W(keys)                                                       # (B, S, D_a)
 
-    def forward(self, query, keys, prepared=None):
-        self._check(query, keys)
+    @contract
+    def forward(self, query: Float["B query_dim"], keys: Float["B S key_dim"],
+                prepared: Tensor["B S D_a"] | None = None) -> Float["B S"]:
         wh = self.W(keys) if prepared is None else prepared                       # (B, S, D_a)
         return self.v(torch.tanh(self.U(query)[:, None, :] + wh)).squeeze(-1)    # (B, S)
 
@@ -193,7 +192,17 @@ def make_score(name: str, query_dim: int, key_dim: int) -> Score:
     return SCORES[name](query_dim, key_dim)
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, *, check_convention: bool = True) -> torch.Tensor:
+def _softmax_rules(scores, mask, check_convention) -> None:
+    if mask.shape != scores.shape:
+        raise ValueError(f"mask must be bool of shape {tuple(scores.shape)} (True = may attend), "
+                         f"got {mask.dtype} of shape {tuple(mask.shape)}")
+    if check_convention and mask.dim() >= 1:
+        refuse_inverted(mask[..., None, :], 1, mask.shape[-1], "mask",
+                        build="src != pad (pad_sequences' mask, True at real tokens)")
+
+
+@contract(rules=_softmax_rules)
+def masked_softmax(scores: Float["... S"], mask: Bool["... S"], *, check_convention: bool = True) -> Float["... S"]:
     """Softmax over the last dim counting only positions where ``mask`` is True;
     the weights at masked positions are exactly 0, and a row with no True position
     gets all-zero weights (not NaN), as in :mod:`utils.attention`.
@@ -203,21 +212,19 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, *, check_convention
     ``ids == pad`` (nn.MultiheadAttention's True = padding) or one False everywhere, is refused by
     :func:`utils.attention.refuse_inverted` (one reduction; the :class:`Decoder`, whose mask the
     encoder already checked, passes ``check_convention=False`` at every step)."""
-    checks.tensor(scores, "scores", "(..., S)", kind="float")
-    checks.tensor(mask, "mask", "(..., S) of bools, True = may attend")
-    if mask.shape != scores.shape or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be bool of shape {tuple(scores.shape)} (True = may attend), "
-                         f"got {mask.dtype} of shape {tuple(mask.shape)}")
-    if check_convention and mask.dim() >= 1:
-        refuse_inverted(mask[..., None, :], 1, mask.shape[-1], "mask",
-                        build="src != pad (pad_sequences' mask, True at real tokens)")
     empty = ~mask.any(-1, keepdim=True)                                          # rows with nothing to attend to
     weights = scores.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0).softmax(-1)
     return weights.masked_fill(~mask, 0.0)
 
 
-def attend(score: Score, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-           prepared: torch.Tensor | None = None, *, check_convention: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def _attend_rules(score, query, keys, mask, prepared, check_convention) -> None:
+    if check_convention:
+        refuse_inverted(mask[:, None, :], 1, mask.shape[-1], "mask", build="src != pad (pad_sequences' mask, True at real tokens)")
+
+
+@contract(rules=_attend_rules)
+def attend(score: Score, query: Float["B Dq"], keys: Float["B S Dk"], mask: Bool["B S"],
+           prepared: Tensor["B S D_a"] | None = None, *, check_convention: bool = True) -> tuple[Float["B Dk"], Float["B S"]]:
     """Bahdanau et al. (2015), eqs. 5-6: weights a (B, S) over the real positions and context c = sum_i a_i h_i (B, Dk).
     ``mask`` (B, S) is True at real source tokens; an inverted one (``ids == pad``) is refused, see
     :func:`masked_softmax`."""
@@ -274,12 +281,15 @@ class Decoder(nn.Module):
         s, (h, c) = self.rnn(x, (state[0][None], state[1][None]))
         return s, (h[0], c[0])
 
-    def forward(self, tgt_in: torch.Tensor, enc: EncoderOutput, state=None):
+    def _rules(self, tgt_in, enc, state) -> None:
+        if tgt_in.shape[0] != enc.states.shape[0]:
+            raise ValueError(f"tgt_in must be (B, T) with B={enc.states.shape[0]} like the source, got {tuple(tgt_in.shape)}")
+        check_ids(tgt_in, self.embed.num_embeddings, "tgt_in")
+
+    @contract(rules=_rules)
+    def forward(self, tgt_in: Ids["B T"], enc: EncoderOutput, state: Float["B D"] | tuple | None = None):
         """Teacher forcing: y_{t-1} is the reference's previous token.
         Returns logits (B, T, V), the final state and weights (B, T, S) (or None)."""
-        tgt_in = checks.ids(tgt_in, "tgt_in", dims=None)
-        if tgt_in.dim() != 2 or tgt_in.shape[0] != enc.states.shape[0]:
-            raise ValueError(f"tgt_in must be (B, T) with B={enc.states.shape[0]} like the source, got {tuple(tgt_in.shape)}")
         state = self.start(enc) if state is None else state
         emb = self.dropout(self.embed(tgt_in))                                   # (B, T, D_emb)
         if self.score is None:  # c is the same at every step: run the RNN over the whole sequence
@@ -338,24 +348,26 @@ class Seq2Seq(nn.Module):
         score = None if attention is None else make_score(attention, dec_hidden, enc_dim)
         self.decoder = Decoder(tgt_vocab_size, emb_dim, dec_hidden, enc_dim, cell, score, dropout)
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+    @contract(rules=lambda self, src, src_mask: _source_rules(self, src, src_mask, self.encoder.embed.num_embeddings))
+    def encode(self, src: Ids["B S"], src_mask: Bool["B S"]) -> EncoderOutput:
         return self.encoder(src, src_mask)
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
-        """Teacher-forced logits (B, T, V) and attention weights (B, T, S) or None."""
-        checks.tensor(src, "src", "(B, S) of token ids")
-        tgt_in = checks.ids(tgt_in, "tgt_in", dims=None)
-        checks.same_device(self, src=src, src_mask=src_mask, tgt_in=tgt_in)
-        if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
-            raise ValueError(f"tgt_in must be (B, T) with the source's B={src.shape[0]}, got {tuple(tgt_in.shape)} "
-                             f"for src {tuple(src.shape)}")
+    def _rules(self, src, src_mask, tgt_in) -> None:
+        _source_rules(self, src, src_mask, self.encoder.embed.num_embeddings)
         check_ids(tgt_in, self.decoder.embed.num_embeddings, "tgt_in")
+
+    @contract(rules=_rules, hint="tgt_in holds the same sentences as src, (B, T) with the source's B")
+    def forward(self, src: Ids["B S"], src_mask: Bool["B S"], tgt_in: Ids["B T"]):
+        """Teacher-forced logits (B, T, V) and attention weights (B, T, S) or None."""
         logits, _, weights = self.decoder(tgt_in, self.encode(src, src_mask))
         return logits, weights
 
 
 def seq2seq_loss(model: Seq2Seq, batch: PairBatch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing: feed <bos> y_1 .. y_{n-1}, predict y_1 .. y_n <eos>; pads are ignored."""
+    checks.batch_of_pairs(batch, "batch")
+    if isinstance(model, Seq2Seq):
+        checks.training_mode(model, "model", model.config["dropout"])
     tgt = checks.ids(batch.tgt, "batch.tgt")                                    # any integer dtype -> long
     logits, _ = model(batch.src, batch.src_mask, tgt[:, :-1])                    # (B, T-1, V)
     check_ids(tgt[:, -1], logits.shape[-1], "batch.tgt (the targets)")          # the others were checked as inputs
@@ -373,14 +385,14 @@ def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
 
 
 def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None,
-                       bos_id: int) -> None:
+                       bos_id: int, beam_size: int = 1, **_) -> None:
     """Clear errors for the arguments shared by :func:`greedy_decode` and :func:`beam_search`."""
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a utils.rnn.Seq2Seq, got {type(model).__name__}"
                         + ("; for the Transformer use utils.transformer's greedy_decode and beam_search"
                            if hasattr(model, "cfg") else ""))
-    _check_ids_mask(src, src_mask, "src")
-    checks.same_device(model, src=src, src_mask=src_mask)
+    checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
+    _source_rules(model, src, src_mask, model.encoder.embed.num_embeddings)
     if max_len is not None:
         checks.integer(max_len, "max_len", what="the most tokens to generate")
     if max_len is not None and max_len < 1:
@@ -389,8 +401,9 @@ def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor
     check_ids(bos_id, model.decoder.embed.num_embeddings, "bos_id")  # (an eos_id outside it never ends a sentence)
 
 
+@contract(rules=_check_decode_args)
 @torch.no_grad()
-def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None = None,
+def greedy_decode(model: Seq2Seq, src: Ids["B S"], src_mask: Bool["B S"], max_len: int | None = None,
                   bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> tuple[list[list[int]], list[torch.Tensor | None]]:
     """Pick the most probable token at every step until ``<eos>`` (or ``max_len`` tokens).
 
@@ -398,7 +411,6 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max
     ``<bos>``) and the attention weights (n_out, S_real) of every step (None without attention).
     An empty batch (B = 0) gives ``([], [])``.
     """
-    _check_decode_args(model, src, src_mask, max_len, bos_id)
     if src.shape[0] == 0:
         return [], []
     was_training = model.training
@@ -440,8 +452,9 @@ class Hypothesis(NamedTuple):
         return self.logp / (len(self.ids) ** alpha)
 
 
+@contract(rules=_check_decode_args)
 @torch.no_grad()
-def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_size: int = 5,
+def beam_search(model: Seq2Seq, src: Ids["B S"], src_mask: Bool["B S"], beam_size: int = 5,
                 max_len: int | None = None, alpha: float = 1.0, bos_id: int = BOS_ID,
                 eos_id: int = EOS_ID) -> tuple[list[list[int]], list[torch.Tensor | None]]:
     """Keep the ``beam_size`` most probable partial translations at every step.
@@ -452,8 +465,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, beam_
     :func:`greedy_decode` (an empty batch gives ``([], [])``); ``beam_size=1`` gives exactly
     greedy's translation.
     """
-    beam_size = checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
-    _check_decode_args(model, src, src_mask, max_len, bos_id)
+    beam_size = int(beam_size)
     was_training = model.training
     model.eval()
     all_ids, all_w = [], []

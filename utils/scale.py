@@ -31,7 +31,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from utils import checks
-from utils.attention import check_qkv, check_mask
+from utils.attention import check_mask
+from utils.checks import Float, Ids, Tensor, contract
 
 __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQueryAttention",
            "kv_cache_bytes_per_token", "rope_angles", "apply_rotary", "RMSNorm", "SwiGLU", "swiglu_hidden",
@@ -54,8 +55,19 @@ def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, s
     return m_new, l * correction + p.sum(dim=-1, keepdim=True), acc * correction + p @ v
 
 
-def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                    block_size: int = 128, is_causal: bool = False) -> torch.Tensor:
+def _block_rules(q, k, mask, block_size, is_causal, **_) -> None:
+    checks.integer(block_size, "block_size", minimum=1, what="keys per block")
+    if is_causal and k.shape[-2] < q.shape[-2]:
+        raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
+                         f"Tk={k.shape[-2]}")
+    if mask is not None:
+        check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]), device=q.device)
+
+
+@contract(rules=_block_rules)
+def block_attention(q: Float["... Tq d_k"], k: Float["... Tk d_k"], v: Float["... Tk d_v"],
+                    mask: Tensor["..."] | None = None, block_size: int = 128,
+                    is_causal: bool = False) -> Float["... Tq d_v"]:
     """softmax(q kᵀ / √d_k) v, computed ``block_size`` keys at a time (online softmax).
 
     Shapes and mask as :func:`utils.attention.scaled_dot_product_attention`: q (..., Tq, d_k),
@@ -64,18 +76,9 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     is O(Tq · block_size) instead of O(Tq · Tk). A query with nothing to attend to gets zeros.
     ``is_causal=True`` applies :func:`utils.attention.causal_mask` (Tq, Tk) block by block, without
     forming it (the queries are the last Tq positions), combined with ``mask`` if one is given."""
-    check_qkv(q, k, v)
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"need q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v); got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
-    block_size = checks.integer(block_size, "block_size", minimum=1, what="keys per block")
-    if is_causal and k.shape[-2] < q.shape[-2]:
-        raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
-                         f"Tk={k.shape[-2]}")
+    block_size = int(block_size)
     Tq, Tk = q.shape[-2], k.shape[-2]
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    if mask is not None:
-        check_mask(mask, (*batch, Tq, Tk), device=q.device)
     q = q / math.sqrt(q.shape[-1])
     m = q.new_full((*batch, Tq, 1), float("-inf"))
     l = q.new_zeros((*batch, Tq, 1))
@@ -92,34 +95,35 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     return acc / l.masked_fill(l == 0, 1.0)  # (..., Tq, d_v); l == 0 only where acc is 0 too
 
 
-def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, H_kv, T, d) -> (B, H_kv · n_rep, T, d): each key/value head repeated for its group of
-    ``n_rep`` query heads (head h of the queries uses key/value head h // n_rep)."""
-    if x.dim() != 4:
-        raise ValueError(f"repeat_kv expects (B, H_kv, T, d_head), got shape {tuple(x.shape)}")
+def _repeat_rules(x, n_rep) -> None:
     if n_rep < 1:
         raise ValueError(f"n_rep must be >= 1, got {n_rep}")
+
+
+@contract(rules=_repeat_rules)
+def repeat_kv(x: Tensor["B H_kv T d_k"], n_rep: int) -> Tensor["B H T d_k"]:
+    """(B, H_kv, T, d_k) -> (B, H_kv · n_rep, T, d_k): each key/value head repeated for its group of
+    ``n_rep`` query heads (head h of the queries uses key/value head h // n_rep)."""
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
 
-def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_head: int, bytes_per_value: int = 2) -> int:
+def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_k: int, bytes_per_value: int = 2) -> int:
     """Bytes a key/value cache grows by per generated token: keys and values (2) for every layer and
-    key/value head, ``d_head`` numbers each (2 bytes in float16/bfloat16, 4 in float32)."""
-    for name, x in (("n_layer", n_layer), ("num_kv_heads", num_kv_heads), ("d_head", d_head),
+    key/value head, ``d_k`` numbers each (2 bytes in float16/bfloat16, 4 in float32)."""
+    for name, x in (("n_layer", n_layer), ("num_kv_heads", num_kv_heads), ("d_k", d_k),
                     ("bytes_per_value", bytes_per_value)):
         if x < 1:
             raise ValueError(f"{name} must be >= 1, got {x}")
-    return 2 * n_layer * num_kv_heads * d_head * bytes_per_value
+    return 2 * n_layer * num_kv_heads * d_k * bytes_per_value
 
 
-def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of the rotation angles, each (T, d_head / 2): position p turns the pair of dims
-    (2i, 2i + 1) by the angle p · base^(-2i / d_head), the frequencies of the sinusoidal encoding."""
-    if d_head < 2 or d_head % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions: d_head must be even, got {d_head}")
-    if positions.dim() != 1:
-        raise ValueError(f"positions must be 1-D (T,), got shape {tuple(positions.shape)}")
-    inv_freq = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head)  # (d/2,)
+@contract
+def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[Float["T half"], Float["T half"]]:
+    """cos and sin of the rotation angles, each (T, d_k / 2): position p turns the pair of dims
+    (2i, 2i + 1) by the angle p · base^(-2i / d_k), the frequencies of the sinusoidal encoding."""
+    if d_k < 2 or d_k % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}")
+    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d/2,)
     angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d/2)
     return angles.cos(), angles.sin()
 
@@ -141,8 +145,8 @@ class GroupedQueryAttention(nn.Module):
 
     ``num_kv_heads == num_heads`` is multi-head attention (:class:`utils.attention.MultiHeadAttention`
     with the same weights gives the same output); ``num_kv_heads == 1`` is multi-query attention.
-    Keys and values are projected to ``num_kv_heads · d_head`` dims only, which is what shrinks the
-    key/value cache. Parameters: 2·d² + 2·d·(num_kv_heads · d_head) weights (+ biases)."""
+    Keys and values are projected to ``num_kv_heads · d_k`` dims only, which is what shrinks the
+    key/value cache. Parameters: 2·d² + 2·d·(num_kv_heads · d_k) weights (+ biases)."""
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None, dropout: float = 0.0,
                  bias: bool = True):
@@ -156,42 +160,41 @@ class GroupedQueryAttention(nn.Module):
             raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads}): each "
                              f"key/value head serves num_heads // num_kv_heads query heads")
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
-        self.d_head, self.dropout = d_model // num_heads, dropout
+        self.d_k, self.dropout = d_model // num_heads, dropout
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
-        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
-        """(B, T, n · d_head) -> (B, n, T, d_head)."""
+        """(B, T, n · d_k) -> (B, n, T, d_k)."""
         B, T, _ = x.shape
-        return x.view(B, T, n, self.d_head).transpose(1, 2)
+        return x.view(B, T, n, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, H, T, d_head) -> (B, T, H · d_head), the concatenation of the heads."""
-        B, H, T, dh = x.shape
-        return x.transpose(1, 2).reshape(B, T, H * dh)
+        """(B, H, T, d_k) -> (B, T, H · d_k), the concatenation of the heads."""
+        B, H, T, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * d_k)
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model) -> q (B, H, T, dh), k and v (B, H_kv, T, dh)."""
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        """x (B, T, d_model) -> q (B, H, T, d_k), k and v (B, H_kv, T, d_k)."""
         return (self.heads(self.q_proj(x), self.num_heads), self.heads(self.k_proj(x), self.num_kv_heads),
                 self.heads(self.v_proj(x), self.num_kv_heads))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """q (B, H, Tq, dh), k and v (B, H_kv, Tk, dh) -> (B, Tq, d_model), through the fused kernel."""
+        """q (B, H, Tq, d_k), k and v (B, H_kv, Tk, d_k) -> (B, Tq, d_model), through the fused kernel."""
         rep = self.num_heads // self.num_kv_heads
-        if mask is not None:
-            check_mask(mask, (q.shape[0], self.num_heads, q.shape[2], k.shape[2]), device=q.device)
         p = self.dropout if self.training else 0.0
         out = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), attn_mask=mask, dropout_p=p)
         return self.out_proj(self.merge_heads(out))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def _rules(self, x, mask, **_) -> None:
+        if mask is not None:
+            check_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]), device=x.device)
+
+    @contract(rules=_rules)
+    def forward(self, x: Float["B T d_model"], mask: Tensor["..."] | None = None) -> Float["B T d_model"]:
         """Self-attention of x (B, T, d_model); ``mask`` bool, True = may attend. Returns (B, T, d_model)."""
-        checks.tensor(x, "x", "(B, T, d_model)", dims=3, kind="float")
-        checks.same_device(self, x=x)
         return self.attend(*self.project(x), mask)
 
 
@@ -200,12 +203,11 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
-        self.eps = eps
+        self.eps, self.d_model = eps, d_model
         self.weight = nn.Parameter(torch.ones(d_model))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.weight.shape[0]:
-            raise ValueError(f"RMSNorm expects (..., {self.weight.shape[0]}), got shape {tuple(x.shape)}")
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -222,12 +224,14 @@ class SwiGLU(nn.Module):
     def __init__(self, d_model: int, hidden: int | None = None, dropout: float = 0.0, bias: bool = False):
         super().__init__()
         hidden = swiglu_hidden(d_model) if hidden is None else hidden
+        self.d_model = d_model
         self.gate = nn.Linear(d_model, hidden, bias=bias)
         self.up = nn.Linear(d_model, hidden, bias=bias)
         self.proj = nn.Linear(hidden, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return self.dropout(self.proj(F.silu(self.gate(x)) * self.up(x)))
 
 

@@ -14,8 +14,11 @@ without its warm-up (the control: the two differ only in the first ``warmup`` st
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import torch
+
+from utils import checks
 
 __all__ = ["transformer_lr", "warmup_scheduler", "transformer_adam", "peak_lr", "warmup_decay"]
 
@@ -27,6 +30,9 @@ def transformer_lr(step: int, d_model: int, warmup: int, factor: float = 1.0, ra
     ``ramp=False`` drops the warm-up and keeps the rest: the peak rate
     ``factor · d_model^-0.5 · warmup^-0.5`` from the first step to step ``warmup``, then the
     same ``step^-0.5`` decay."""
+    step = checks.integer(step, "step", what="the optimiser steps taken")
+    d_model = checks.integer(d_model, "d_model")
+    warmup = checks.integer(warmup, "warmup", what="warm-up steps")
     if d_model < 1 or warmup < 1:
         raise ValueError(f"d_model and warmup must be >= 1, got d_model={d_model}, warmup={warmup}")
     if step < 0:
@@ -49,7 +55,7 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
-def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True
+def transformer_adam(params: Iterable[torch.nn.Parameter] | Iterable[dict], d_model: int, warmup: int, factor: float = 1.0, ramp: bool = True
                      ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
     """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule
     (``ramp=False``: the same schedule without the warm-up)."""
@@ -59,6 +65,7 @@ def transformer_adam(params, d_model: int, warmup: int, factor: float = 1.0, ram
 
 def peak_lr(d_model: int, warmup: int, factor: float = 1.0) -> float:
     """The schedule's highest rate, reached at ``step == warmup``: factor / √(d_model · warmup)."""
+    d_model, warmup = checks.integer(d_model, "d_model", minimum=1), checks.integer(warmup, "warmup", minimum=1)
     return factor / math.sqrt(d_model * warmup)
 
 
@@ -68,6 +75,7 @@ def warmup_decay(steps: int, warmup: bool = True, warmup_fraction: float = 0.2, 
     after the first ``w = int(steps · warmup_fraction)``; with ``warmup`` it also rises linearly over
     those first ``w`` steps (``min(rise, decay)``), without it starts at the peak. The two differ only in
     the first ``w`` steps. The argument ``s`` is the number of optimiser steps taken so far."""
+    steps = checks.integer(steps, "steps", what="optimiser steps in the run")
     w = int(steps * warmup_fraction + 1e-9)  # steps // 5 for the default, without float round-off
     if steps < 2 or not 1 <= w < steps:
         raise ValueError(f"need steps >= 2 and 1 <= steps * warmup_fraction < steps, got steps={steps}, "

@@ -86,16 +86,7 @@ def int_ids(ids: Iterable[int] | torch.Tensor, what: str) -> list[int]:
     return out
 
 
-def check_ids(ids: torch.Tensor | int, vocab_size: int, name: str = "ids") -> None:
-    """Raise a ValueError naming the vocabulary size unless every id is in ``0 .. vocab_size - 1``
-    (instead of the embedding's ``IndexError: index out of range in self``, or a CUDA assert)."""
-    ids = torch.as_tensor(ids)
-    if ids.numel() == 0:
-        return
-    lo, hi = torch.stack(torch.aminmax(ids)).tolist()
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"{name}: id {lo if lo < 0 else hi} is outside the vocabulary of size {vocab_size} (valid ids: "
-                         f"0..{vocab_size - 1}); encode with the model's own vocabulary, or give the model a larger one")
+check_ids = checks.vocab_ids  # the rule lives in utils.checks; the name stays for the notebooks and utils
 
 
 class Vocab:
@@ -148,7 +139,17 @@ class Vocab:
                     if isinstance(token, int) or isinstance(token, torch.Tensor) and token.numel() == 1 else "")
             raise TypeError(f"vocab[...] looks up a token (a str) and gives its id, got {type(token).__name__} "
                             f"{token!r}" + hint)
-        return self.stoi.get(token, self.unk_id)
+        return self.stoi.get(token, self._unknown(token, "vocab[...]"))
+
+    def _unknown(self, token: str, where: str) -> int:
+        """``<unk>``'s id for a word the vocabulary does not have, but a ValueError for a word it has in
+        lower case: the vocabulary was built from :func:`tokenize`'s lower-cased tokens, so ``'Hund'``
+        would silently become ``<unk>`` although ``'hund'`` is known."""
+        if token != token.lower() and token.lower() in self.stoi:
+            raise ValueError(f"{where}: {token!r} is not in the vocabulary, but {token.lower()!r} is: the vocabulary "
+                             f"holds lower-cased tokens (tokenize() lower-cases); look up {token.lower()!r}, or tokenize "
+                             f"the text with utils.text.tokenize instead of splitting it by hand")
+        return self.unk_id
 
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)}, first={self.itos[4:9]})"
@@ -161,7 +162,7 @@ class Vocab:
         if bad is not None:
             raise TypeError(f"encode() expects tokens (str), got {type(bad[1]).__name__} {bad[1]!r} at index {bad[0]}; "
                             f"ids are turned back into tokens with decode()")
-        ids = [self.stoi.get(t, self.unk_id) for t in tokens]
+        ids = [self.stoi[t] if t in self.stoi else self._unknown(t, "encode()") for t in tokens]
         return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
 
     def decode(self, ids: Iterable[int] | torch.Tensor, strip_special: bool = True) -> list[str]:
@@ -196,6 +197,8 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     """
     if len(seqs) == 0:
         raise ValueError("pad_sequences() got no sequences")
+    if max_len is not None:
+        max_len = checks.integer(max_len, "max_len", minimum=1, what="the longest sequence kept")
     lengths = [len(s) if max_len is None else min(len(s), max_len) for s in seqs]
     if min(lengths) == 0:
         raise ValueError("pad_sequences() got an empty sequence; every sequence needs at least one token")
@@ -208,13 +211,14 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     return ids, lengths_t, mask
 
 
-def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+@checks.contract
+def padding_mask(ids: checks.Ids["B T"], pad_id: int = 0) -> checks.Bool["B T"]:
     """(B, T) bool, True where ``ids`` (any integer dtype) is a real token (not ``pad_id``)."""
-    checks.tensor(ids, "ids", "(B, T) of token ids", kind="ids")
     return ids != checks.integer(pad_id, "pad_id")
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+@checks.contract
+def masked_mean(x: checks.Float["B T D"], mask: checks.Bool["B T"]) -> checks.Float["B D"]:
     """Mean of ``x`` (B, T, D) over the real positions of each row: ``mask`` (B, T)
     bool, True at real tokens. Pads never contribute, whatever values they hold.
     A row with no real token gives zeros.
@@ -225,12 +229,6 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     with padding (the first words of a sentence), end with it, or are all padding (a one-word
     sentence), so no pattern of True and False is impossible, and the ids are not passed. Build the
     mask as ``ids != pad`` (or take :func:`pad_sequences`' mask), as :class:`utils.embeddings.CBOW` does."""
-    checks.tensor(x, "x", "(B, T, D)")
-    checks.tensor(mask, "mask", "(B, T) of bools, True = real token")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be bool (True = real token), got {mask.dtype}")
-    if x.dim() != 3 or mask.shape != x.shape[:2]:
-        raise ValueError(f"expected x (B, T, D) and mask (B, T); got x {tuple(x.shape)} and mask {tuple(mask.shape)}")
     m = mask.unsqueeze(-1).to(x.dtype)                     # (B, T, 1)
     total = (x * m).sum(1)                                  # (B, D)
     count = m.sum(1).clamp(min=1)                           # (B, 1)

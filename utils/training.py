@@ -359,21 +359,33 @@ def _check_plain(value: Any, where: str) -> None:
                     f"bool, int, float, str, tensors, and lists, tuples and dicts of them")
 
 
-def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None, **extra: Any) -> Path:
+def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None, *,
+                    vocab: Any = None, **extra: Any) -> Path:
     """Save model (and optimiser) state plus plain-Python ``extra`` (config, vocab
     lists, history numbers). Written atomically: a crash leaves no half file.
 
     ``extra`` values must be plain data (None, bool, int, float, str, tensors, and
     lists/tuples/dicts of them), so that :func:`load_checkpoint` can load them safely;
     anything else (a ``Vocab``: use ``vocab.to_list()``) raises a TypeError. Save the
-    model's sizes as ``config=...`` and :func:`load_checkpoint` checks them."""
+    model's sizes as ``config=...`` and :func:`load_checkpoint` checks them.
+
+    The file describes itself: it stores the SHA-256 of the weights (damaged bytes are named on load)
+    and, with ``vocab`` (a ``Vocab``, a ``CharTokenizer`` or a list of tokens; stored as
+    ``extra["vocab"]``, a list), the vocabulary's fingerprint, which ``load_checkpoint(..., vocab=...)``
+    compares with the vocabulary given there."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"save_checkpoint: {path} is a folder; give a file path, e.g. {path / 'model.pt'}")
+    if vocab is not None:
+        extra["vocab"] = checks.vocab_tokens(vocab)
     for key, value in extra.items():
         _check_plain(value, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"model": model.state_dict(), "extra": extra}
+    weights = model.state_dict()
+    integrity = {"sha256": checks.content_sha256(weights)}
+    if vocab is not None:
+        integrity["vocab"] = checks.vocab_fingerprint(extra["vocab"])
+    state = {"model": weights, "extra": extra, "integrity": integrity}
     if optimizer is not None:
         state["optimizer"] = optimizer.state_dict()
     tmp = path.with_name(path.name + ".part")
@@ -395,9 +407,14 @@ def _as_dict(config: Any) -> dict | None:
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    map_location: Any = "cpu", expected_config: Any = None) -> dict:
+                    map_location: Any = "cpu", expected_config: Any = None, *, vocab: Any = None) -> dict:
     """Load a checkpoint written by :func:`save_checkpoint` with
     ``weights_only=True`` (no arbitrary code runs) and return its ``extra`` dict.
+
+    The weights are compared with the SHA-256 stored when they were saved (damaged bytes: a
+    :class:`CheckpointError` naming the file), and ``vocab``, if given, with the vocabulary saved with
+    them (another vocabulary, even of the same size, decodes the model's ids to other tokens: a
+    ValueError naming ``vocab``).
 
     If it was saved with ``config=...``, that config is compared with ``expected_config``
     (a dict or dataclass) or, by default, with ``model.config`` / ``model.cfg`` (dropout
@@ -428,6 +445,16 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
             what = f"a {type(state).__name__}" + (f" with keys {sorted(map(str, state))[:8]}" if isinstance(state, dict) else "")
         raise CheckpointError(f"{path} is not {_WRITTEN_BY} (a dict with a 'model' entry): it holds {what}")
     extra = state.get("extra", {})
+    integrity = state.get("integrity") or {}
+    if "sha256" in integrity and checks.content_sha256(state["model"]) != integrity["sha256"]:
+        raise CheckpointError(f"{path} ({path.stat().st_size:,} bytes) is damaged: its weights do not match the SHA-256 "
+                              f"stored when it was saved (bytes changed by a bad copy, download or disk); copy it "
+                              f"again or save it again")
+    if vocab is not None:
+        if "vocab" not in integrity:
+            raise CheckpointError(f"{path} was saved without a vocabulary, so vocab cannot be compared with it; save it "
+                                  f"with save_checkpoint(..., vocab=...)")
+        checks.same_vocab(extra.get("vocab"), integrity["vocab"], vocab, "vocab", str(path))
     saved = _as_dict(extra.get("config"))
     want = _as_dict(expected_config if expected_config is not None else
                     getattr(model, "config", getattr(model, "cfg", None)))

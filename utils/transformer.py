@@ -31,9 +31,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import checks
+from utils.checks import Float, Ids, Tensor, contract
 from utils.attention import MultiHeadAttention, causal_mask, check_mask, key_padding_mask, scaled_dot_product_attention
 from utils.positional import SinusoidalPositionalEncoding
-from utils.text import check_ids
+from utils.text import PairBatch, check_ids
 
 __all__ = [
     "TransformerConfig",
@@ -94,18 +95,20 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
+        self.d_model = d_model
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @contract
+    def forward(self, x: Float["... d_model"]) -> Float["... d_model"]:
         return self.linear2(self.dropout(F.relu(self.linear1(x))))
 
 
 def _attend(attn: MultiHeadAttention, q_in: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """The second half of ``attn``: queries from ``q_in`` (B, Tq, D) against keys and values that
-    are already projected and split into heads, (B, H, Tk, d_head). Used with the cache."""
+    are already projected and split into heads, (B, H, Tk, d_k). Used with the cache."""
     q = attn.split_heads(attn.q_proj(q_in))  # (B, H, Tq, d_k)
     out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=attn.dropout if attn.training else 0.0)
     return attn.out_proj(attn.merge_heads(out)), weights  # (B, Tq, D), (B, H, Tq, Tk)
@@ -116,13 +119,15 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, pre_norm: bool = False):
         super().__init__()
-        self.pre_norm = pre_norm
+        self.pre_norm, self.d_model, self.num_heads = pre_norm, d_model, num_heads
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    @contract(rules=lambda self, x, src_mask: _source_mask(self.num_heads, x.shape[0], x.shape[1], x.shape[1], src_mask,
+                                                           x.device))
+    def forward(self, x: Float["B S d_model"], src_mask: Tensor["..."] | None = None) -> Float["B S d_model"]:
         """x (B, S, D); src_mask bool broadcastable to (B, H, S, S), e.g. key_padding_mask(src)."""
         if self.pre_norm:
             h = self.norm1(x)
@@ -143,7 +148,7 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, pre_norm: bool = False):
         super().__init__()
-        self.pre_norm = pre_norm
+        self.pre_norm, self.d_model, self.num_heads = pre_norm, d_model, num_heads
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
@@ -172,8 +177,15 @@ class DecoderLayer(nn.Module):
         self.cross_weights = w.detach()
         return out
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
-                src_mask: torch.Tensor | None = None, cache: dict | None = None) -> torch.Tensor:
+    def _rules(self, x, memory, tgt_mask, src_mask, cache) -> None:
+        seen = cache["self_k"].shape[2] if cache and "self_k" in cache else 0
+        if tgt_mask is not None:
+            check_mask(tgt_mask, (x.shape[0], self.num_heads, x.shape[1], seen + x.shape[1]), "tgt_mask", x.device)
+        _source_mask(self.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)
+
+    @contract(rules=_rules)
+    def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], tgt_mask: Tensor["..."] | None = None,
+                src_mask: Tensor["..."] | None = None, cache: dict | None = None) -> Float["B T d_model"]:
         """x (B, T, D) target side, memory (B, S, D) encoder output; tgt_mask broadcastable to
         (B, H, T, T_total) (causal), src_mask to (B, H, T, S) (source padding)."""
         if self.pre_norm:
@@ -194,8 +206,11 @@ class Encoder(nn.Module):
             EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_encoder_layers)
         )
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
+        self.cfg = cfg
 
-    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    @contract(rules=lambda self, x, src_mask: _source_mask(self.cfg.num_heads, x.shape[0], x.shape[1], x.shape[1], src_mask,
+                                                           x.device))
+    def forward(self, x: Float["B S d_model"], src_mask: Tensor["..."] | None = None) -> Float["B S d_model"]:
         for layer in self.layers:
             x = layer(x, src_mask)
         return self.norm(x)
@@ -210,9 +225,12 @@ class Decoder(nn.Module):
             DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_decoder_layers)
         )
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
+        self.cfg = cfg
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None,
-                cache: Cache | None = None, offset: int = 0) -> torch.Tensor:
+    @contract(rules=lambda self, x, memory, src_mask, cache, offset: _source_mask(
+        self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device))
+    def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], src_mask: Tensor["..."] | None = None,
+                cache: Cache | None = None, offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
         tgt_mask = causal_mask(x.shape[1], offset + x.shape[1], device=x.device)[None, None]  # (1, 1, T, offset+T)
         for i, layer in enumerate(self.layers):
@@ -229,14 +247,25 @@ def _reset_parameters(model: nn.Module, d_model: int) -> None:
         nn.init.normal_(m.weight, std=d_model ** -0.5)
 
 
-def _check_positions(cfg: TransformerConfig, name: str, T: int, offset: int = 0) -> None:
-    """A ValueError naming ``name`` (the learner's argument) unless positions offset .. offset+T-1 fit the
-    model's positional table of ``cfg.max_len`` (instead of the table's own message, which names its size)."""
-    if offset + T > cfg.max_len:
-        where = f"{T} tokens" if offset == 0 else f"positions {offset}..{offset + T - 1}"
-        raise ValueError(f"{name} has {where}, but this model has positions for at most {cfg.max_len} tokens "
-                         f"(TransformerConfig(max_len={cfg.max_len})); shorten {name} (e.g. {name}[:, :{cfg.max_len}]) "
-                         f"or build the model with a larger max_len")
+def _source_mask(num_heads: int, B: int, T: int, S: int, src_mask: torch.Tensor | None, device) -> None:
+    """The mask rule for a source mask given by the caller: (B, H, T, S) scores, True = may attend."""
+    if src_mask is not None:
+        check_mask(src_mask, (B, num_heads, T, S), "src_mask", device)
+
+
+def _check_source(model: nn.Module, src: torch.Tensor, name: str = "src") -> None:
+    """The value rules for source ids at a door: inside the vocabulary, right-padded, inside max_len."""
+    cfg = model.cfg
+    check_ids(src, cfg.src_vocab, "source ids")
+    checks.right_padded(src, cfg.pad_id, name)
+    checks.positions(name, src.shape[1], 0, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
+
+
+def _check_target(model: nn.Module, tgt: torch.Tensor, name: str, offset: int = 0) -> None:
+    """The value rules for target ids at a door: inside the vocabulary, inside max_len from ``offset``."""
+    cfg = model.cfg
+    check_ids(tgt, cfg.tgt_vocab, "target ids")
+    checks.positions(name, tgt.shape[1], offset, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
 
 
 class Transformer(nn.Module):
@@ -266,40 +295,47 @@ class Transformer(nn.Module):
         return key_padding_mask(src, self.cfg.pad_id)
 
     def embed(self, emb: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """(B, T) ids (any integer dtype) -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout."""
-        name = "src" if emb is not self.tgt_embed else "tgt"
-        ids = checks.ids(ids, name)
-        checks.same_device(self, **{name: ids})
-        check_ids(ids, emb.num_embeddings, "source ids" if emb is not self.tgt_embed else "target ids")
-        _check_positions(self.cfg, name, ids.shape[1], offset)
+        """(B, T) ids -> (B, T, D): embedding × √d_model + sinusoidal position, then dropout (behind the door:
+        :meth:`encode`, :meth:`decode` and :meth:`forward` have checked ``ids``)."""
         return self.dropout(self.pos(emb(ids) * math.sqrt(self.cfg.d_model), offset=offset))
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """src (B, S) ids -> memory (B, S, D). ``src_mask`` defaults to the padding of ``src``."""
-        x = self.embed(self.src_embed, src)
-        if src_mask is None:
-            src_mask = self.src_mask(src)
-        else:
-            check_mask(src_mask, (src.shape[0], self.cfg.num_heads, src.shape[1], src.shape[1]), "src_mask", x.device)
-        return self.encoder(x, src_mask)
+    def _encode_rules(self, src, src_mask) -> None:
+        _check_source(self, src)
+        _source_mask(self.cfg.num_heads, src.shape[0], src.shape[1], src.shape[1], src_mask, src.device)
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
-               cache: Cache | None = None, offset: int = 0) -> torch.Tensor:
-        """tgt (B, T) ids at positions offset .. offset+T-1 -> logits (B, T, V). With a cache
-        (from :meth:`new_cache`), ``tgt`` holds only the tokens not yet seen and ``offset`` is
-        how many were."""
-        checks.tensor(memory, "memory", "(B, S, d_model), the output of encode()", kind="float")
+    @contract(rules=_encode_rules)
+    def encode(self, src: Ids["B S"], src_mask: Tensor["..."] | None = None) -> Float["B S d_model"]:
+        """src (B, S) ids -> memory (B, S, D). ``src_mask`` defaults to the padding of ``src``."""
+        x = self.embed(self.src_embed, src)                      # (B, S, D)
+        return self.encoder(x, self.src_mask(src) if src_mask is None else src_mask)
+
+    def _decode_rules(self, tgt, memory, src_mask, cache, offset) -> None:
+        offset = checks.integer(offset, "offset", minimum=0)
+        _check_target(self, tgt, "tgt", offset)
+        _source_mask(self.cfg.num_heads, tgt.shape[0], tgt.shape[1], memory.shape[1], src_mask, tgt.device)
         if cache is not None and cache[0].get("self_k") is not None and cache[0]["self_k"].shape[2] != offset:
             raise ValueError(f"offset={offset}, but the cache already holds positions 0..{cache[0]['self_k'].shape[2] - 1}: "
                              f"the new tokens must start at position {cache[0]['self_k'].shape[2]}")
-        x = self.decoder(self.embed(self.tgt_embed, tgt, offset), memory, src_mask, cache, offset)
-        return self.out_proj(x)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+    @contract(rules=_decode_rules, hint="memory is encode(src), (B, S, d_model), for the same batch as tgt")
+    def decode(self, tgt: Ids["B T"], memory: Float["B S d_model"], src_mask: Tensor["..."] | None,
+               cache: Cache | None = None, offset: int = 0) -> Float["B T tgt_vocab"]:
+        """tgt (B, T) ids at positions offset .. offset+T-1 -> logits (B, T, V). With a cache
+        (from :meth:`new_cache`), ``tgt`` holds only the tokens not yet seen and ``offset`` is
+        how many were."""
+        x = self.decoder(self.embed(self.tgt_embed, tgt, offset), memory, src_mask, cache, offset)  # (B, T, D)
+        return self.out_proj(x)                                                                     # (B, T, V)
+
+    def _rules(self, src, tgt_in) -> None:
+        _check_source(self, src)
+        _check_target(self, tgt_in, "tgt_in")
+        checks.right_padded(tgt_in, self.cfg.pad_id, "tgt_in")
+
+    @contract(rules=_rules, hint="src and tgt_in hold the same B sentences, each (B, length): one of them given as "
+                                 "(length, B)? pass it transposed, x.T")
+    def forward(self, src: Ids["B S"], tgt_in: Ids["B T"]) -> Float["B T tgt_vocab"]:
         """src (B, S), tgt_in (B, T) (target shifted right, starting with <bos>) -> logits (B, T, V)."""
-        src, tgt_in = checks.ids(src, "src", "(B, S)"), checks.ids(tgt_in, "tgt_in")
-        _check_positions(self.cfg, "tgt_in", tgt_in.shape[1])  # named as passed here (embed calls it tgt)
-        src_mask = self.src_mask(src)
+        src_mask = self.src_mask(src)                                  # (B, 1, 1, S)
         return self.decode(tgt_in, self.encode(src, src_mask), src_mask)
 
     def new_cache(self) -> Cache:
@@ -331,17 +367,12 @@ class EncoderTagger(nn.Module):
         self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
         _reset_parameters(self, cfg.d_model)
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    @contract(rules=Transformer._encode_rules)
+    def forward(self, src: Ids["B S"], src_mask: Tensor["..."] | None = None) -> Float["B S tgt_vocab"]:
         """src (B, S) ids -> logits (B, S, tgt_vocab). ``src_mask`` defaults to the padding of ``src``
         (``cfg.pad_id``); the logits at padded positions are computed but mean nothing."""
-        src = checks.ids(src, "src", "(B, S)")  # any integer dtype, as torch.long
-        checks.same_device(self, src=src)
-        check_ids(src, self.cfg.src_vocab, "source ids")
-        _check_positions(self.cfg, "src", src.shape[1])
         if src_mask is None:
-            src_mask = key_padding_mask(src, self.cfg.pad_id)
-        else:
-            check_mask(src_mask, (src.shape[0], self.cfg.num_heads, src.shape[1], src.shape[1]), "src_mask", src.device)
+            src_mask = key_padding_mask(src, self.cfg.pad_id)                        # (B, 1, 1, S)
         x = self.dropout(self.pos(self.src_embed(src) * math.sqrt(self.cfg.d_model)))  # (B, S, D)
         return self.out_proj(self.encoder(x, src_mask))                                # (B, S, tgt_vocab)
 
@@ -363,16 +394,15 @@ def _check_model(model: object) -> None:
         raise TypeError(f"model must be a utils.transformer.Transformer, got {type(model).__name__}{hint}")
 
 
-def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int) -> None:
-    """Clear errors for the arguments of :func:`greedy_decode` and :func:`beam_search`."""
+def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
+                       beam_size: int = 1, **_) -> None:
+    """The rules for the arguments of :func:`greedy_decode` and :func:`beam_search`, at their door."""
+    checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
     _check_model(model)
-    checks.tensor(src, "src", "(B, S) of token ids", kind="ids")
     _check_max_len(model, max_len)
     checks.integer(bos_id, "bos_id"), checks.integer(eos_id, "eos_id")
     check_ids(bos_id, model.cfg.tgt_vocab, "bos_id")  # (an eos_id outside the vocabulary is allowed: it never ends a sentence)
-    checks.same_device(model, src=src)
-    if src.dim() != 2:
-        raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
+    _check_source(model, src)
     empty = (~(src != model.cfg.pad_id).any(1)).nonzero().flatten().tolist()
     if empty:
         raise ValueError(f"every sentence in src needs at least one real token; row(s) {empty[:10]} hold only "
@@ -391,8 +421,9 @@ def _check_max_len(model: Transformer, max_len: object) -> int:
     return max_len
 
 
+@contract(rules=_check_decode_args)
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, *,
+def greedy_decode(model: Transformer, src: Ids["B S"], max_len: int, bos_id: int, eos_id: int, *,
                   use_cache: bool = True, return_attention: bool = False, return_logits: bool = False):
     """Translate a (B, S) batch by taking the most likely token at every step.
 
@@ -404,7 +435,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     every step (slow; for checking the cache). A sentence of only ``<pad>`` is a ValueError; an
     empty batch (B = 0) gives ``[]``. The model is run in eval mode and left in the mode it was in.
     """
-    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    max_len = int(max_len)
     was_training = model.training
     model.eval()
     try:
@@ -500,8 +531,9 @@ def _beam_one(model: Transformer, src: torch.Tensor, beam_size: int, max_len: in
     return best[1], best[2]
 
 
+@contract(rules=_check_decode_args)
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int,
+def beam_search(model: Transformer, src: Ids["B S"], beam_size: int, max_len: int, bos_id: int, eos_id: int,
                 length_penalty: float = 0.6, return_attention: bool = False):
     """Beam search with GNMT's length penalty, one sentence of the (B, S) batch at a time
     (padding is masked, so a padded sentence gives what it gives alone). A hypothesis ends
@@ -509,8 +541,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
     ``beam_size`` hypotheses have ended or after ``max_len`` steps. Returns token-id lists
     (without <bos>/<eos>), plus per-sentence cross-attention (len, S) with ``return_attention``.
     The model is run in eval mode and left in the mode it was in."""
-    beam_size = checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
-    _check_decode_args(model, src, max_len, bos_id, eos_id)
+    beam_size, max_len = int(beam_size), int(max_len)
     was_training = model.training
     model.eval()
     try:
@@ -524,9 +555,13 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
 # --------------------------------------------------------------------------- translation glue
 
 
-def translation_loss(model: Transformer, batch, label_smoothing: float = 0.0) -> torch.Tensor:
+def translation_loss(model: Transformer, batch: PairBatch, label_smoothing: float = 0.0) -> torch.Tensor:
     """Teacher forcing on a :class:`~utils.text.PairBatch`: feed ``<bos> y1 .. y(n-1)``, predict
-    ``y1 .. yn <eos>`` at every position at once; ``<pad>`` targets are ignored."""
+    ``y1 .. yn <eos>`` at every position at once; ``<pad>`` targets are ignored. The model's own door
+    checks ``batch.src`` and the target inputs."""
+    _check_model(model)
+    checks.batch_of_pairs(batch, "batch")
+    checks.training_mode(model, "model", model.cfg.dropout)
     tgt = checks.ids(batch.tgt, "batch.tgt")      # any integer dtype, as torch.long (cross_entropy needs it)
     logits = model(batch.src, tgt[:, :-1])        # (B, T-1, V); checks every target id but the last
     check_ids(tgt[:, -1], model.cfg.tgt_vocab, "batch.tgt (the targets)")
@@ -557,8 +592,9 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
     return decode
 
 
+@contract(trust_callees=False)  # the model's own door checks the ids' values
 @torch.no_grad()
-def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, torch.Tensor]:
+def attention_maps(model: Transformer, src: Ids["B S"], tgt_in: Ids["B T"]) -> dict[str, torch.Tensor]:
     """Run one teacher-forced forward pass and return every attention map, per layer and head:
     ``"encoder"`` (L, B, H, S, S) encoder self-attention, ``"decoder"`` (L, B, H, T, T) masked
     decoder self-attention, ``"cross"`` (L, B, H, T, S) decoder-over-encoder attention.

@@ -16,15 +16,31 @@ before and after a change with the same arguments, e.g. ``PYTHONPATH=<tree> pyth
 scripts/benchmarks/bench_checks.py``, to compare; the figures are for the machine it runs on.
 
     python scripts/benchmarks/bench_checks.py [--steps 15] [--repeats 5] [--threads 1] [--device cpu]
+
+Issue 43 (checks at the door, once): ``--against REV`` times the training step of notebook 09's GPT and of
+notebook 08's Transformer (their default settings) under this tree's ``utils`` and under ``utils`` of the git
+revision REV (e.g. ``ae02812``, before the contracts), **interleaved in one run**: two worker processes, one
+per tree, built alike from the same seed, take turns round by round (the order alternates), so a load that
+comes and goes on the machine falls on both. It prints the median ms per step of each and the ratio
+after / before of every benchmark:
+
+    python scripts/benchmarks/bench_checks.py --against ae02812 [--rounds 21] [--steps 10] [--device cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, os.environ.get("BENCH_TREE") or str(Path(__file__).resolve().parents[2]))
 
 from utils.attention import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
 from utils.gpt import GPT, GPTConfig
@@ -68,13 +84,135 @@ def _report(name: str, ms: list[float]) -> None:
           f"{len(ms)} rounds)")
 
 
+# --------------------------------------------------------------------------- issue 43: interleaved, two trees
+
+
+def _notebook_steps(dev: str) -> dict:
+    """The training steps of notebook 08's Transformer and notebook 09's GPT at their default settings
+    (FULL = False), as the notebooks run them: {name: step()}."""
+    from utils.gpt import get_batch
+    from utils.schedule import transformer_adam
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    V = 1500  # about notebook 08's vocabularies at max_train_len=10
+    cfg = TransformerConfig(src_vocab=V, tgt_vocab=V, d_model=128, num_heads=4, d_ff=512, num_encoder_layers=2,
+                            num_decoder_layers=2, dropout=0.1, tie_output=True)
+    tf = Transformer(cfg).to(dev).train()
+    opt, sched = transformer_adam(tf.parameters(), d_model=128, warmup=200)
+    batches = [_batch(64, 12, 13, V, g, dev) for _ in range(8)]
+    state = {"i": 0}
+
+    def transformer_step() -> None:
+        b = batches[state["i"] % len(batches)]
+        state["i"] += 1
+        loss = translation_loss(tf, b, label_smoothing=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(tf.parameters(), 1.0)
+        opt.step()
+        sched.step()
+
+    gcfg = GPTConfig(vocab_size=65, block_size=64, n_layer=2, n_head=4, d_model=128, dropout=0.0)
+    gpt = GPT(gcfg).to(dev).train()
+    gopt = torch.optim.AdamW(gpt.parameters(), lr=4e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    text = torch.randint(0, 65, (200_000,), generator=g)
+    gg = torch.Generator().manual_seed(0)
+
+    def gpt_step() -> None:
+        _, loss = gpt(*get_batch(text, 64, 32, gg, dev))
+        gopt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(gpt.parameters(), 1.0)
+        gopt.step()
+
+    mha = MultiHeadAttention(128, 4).to(dev)
+    x = torch.randn(8, 16, 128, generator=g).to(dev)
+    pad = key_padding_mask(batches[0].src_mask[:8, :12].to(dev))
+    xs = x[:, :12]
+    tiny = GPT(GPTConfig(vocab_size=65, block_size=16, n_layer=1, n_head=2, d_model=16)).to(dev).eval()
+    few = torch.randint(0, 65, (1, 8), generator=g).to(dev)
+
+    def tiny_forward() -> None:
+        with torch.no_grad():
+            tiny(few, few)
+
+    return {"notebook 08 Transformer step (B=64)": transformer_step, "notebook 09 GPT step (B=32, T=64)": gpt_step,
+            "MultiHeadAttention call, padding mask": lambda: mha(xs, xs, xs, pad),
+            "GPT forward, tiny (the checks' share)": tiny_forward}
+
+
+def _worker(dev: str, threads: int) -> None:
+    """Serve 'name<TAB>steps' lines from stdin: run that many steps, answer the ms per step."""
+    torch.set_num_threads(threads)
+    steps = _notebook_steps(dev)
+    for fn in steps.values():  # warm up
+        for _ in range(3):
+            fn()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        name, n = line.rstrip("\n").split("\t")
+        fn = steps[name]
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(int(n)):
+            fn()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        print(f"{(time.perf_counter() - t0) / int(n) * 1e3:.6f}", flush=True)
+
+
+def _interleaved(rev: str, rounds: int, steps: int, dev: str, threads: int) -> None:
+    here = Path(__file__).resolve()
+    repo = here.parents[2]
+    before = Path(tempfile.mkdtemp(prefix="bench_checks_"))
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "utils"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+    workers = {}
+    for side, tree in (("before", before), ("after", repo)):
+        env = {**os.environ, "BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
+        workers[side] = subprocess.Popen([sys.executable, str(here), "--worker", "--device", dev, "--threads", str(threads)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=str(tree))
+    for w in workers.values():
+        assert w.stdout.readline().strip() == "ready"
+    names = ["notebook 08 Transformer step (B=64)", "notebook 09 GPT step (B=32, T=64)",
+             "MultiHeadAttention call, padding mask", "GPT forward, tiny (the checks' share)"]
+    ms = {(side, name): [] for side in workers for name in names}
+    for r in range(rounds):
+        order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+        for name in names:
+            n = steps if "step" in name else steps * 20  # the calls: more of them, to time microseconds
+            for side in order:
+                workers[side].stdin.write(f"{name}\t{n}\n")
+                workers[side].stdin.flush()
+                ms[side, name].append(float(workers[side].stdout.readline()))
+    for w in workers.values():
+        w.stdin.close()
+        w.wait()
+    print(f"utils at {rev} (before) and this tree (after), interleaved: {rounds} rounds of {steps} steps, "
+          f"{threads} thread(s), {dev}")
+    for name in names:
+        b, a = statistics.median(ms["before", name]), statistics.median(ms["after", name])
+        pairs = sorted(x / y for x, y in zip(ms["after", name], ms["before", name]))
+        print(f"{name:<40} before {b:8.3f} ms  after {a:8.3f} ms  ratio after/before {a / b:.4f} "
+              f"(per-round ratios: median {statistics.median(pairs):.4f}, {pairs[len(pairs) // 4]:.4f}..{pairs[3 * len(pairs) // 4]:.4f})")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=15)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--against", metavar="REV", help="interleave notebook 08's and 09's training steps with utils at REV")
+    p.add_argument("--rounds", type=int, default=21)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.worker:
+        return _worker(args.device, args.threads)
+    if args.against:
+        return _interleaved(args.against, args.rounds, args.steps if args.steps != 15 else 10, args.device, args.threads)
     torch.set_num_threads(args.threads)
     dev = args.device
     g = torch.Generator().manual_seed(0)

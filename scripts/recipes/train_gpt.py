@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
                       val_loss=round(text_loss(model, parts["val"]), 4), train_seconds=round(out["seconds"], 1),
                       tokens_per_s=round(out["tokens"] / out["seconds"]), config=vars(cfg))
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        save_checkpoint(Path(args.out) / "model.pt", model, config=vars(cfg))
+        save_checkpoint(Path(args.out) / "model.pt", model, config=vars(cfg), vocab=tok)
         (Path(args.out) / "results.json").write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result))
     if dist.is_initialized():
