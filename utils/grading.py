@@ -61,6 +61,7 @@ import torch
 
 RECORDS_ENV = "COURSE_GRADING_RECORDS"
 JUDGE_ENV = "COURSE_GRADING_JUDGE"
+KEY_ENV = "COURSE_GRADING_KEY"          # autograde: the key the hidden inputs' seeds are drawn with (see keyed_seeds)
 _UTILS_DIR = str(Path(__file__).resolve().parent)
 _TORCH_NN_DIR = str(Path(torch.nn.__file__).resolve().parent)
 CANARY_TORCH = "canary_sentinel_op"      # never a real torch name: the canary calls torch.sin, logged under this alias
@@ -441,6 +442,9 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
     """One graded check; see the module docstring for the three modes."""
     forbid = list(forbid)
     judging = os.environ.get(JUDGE_ENV)
+    key = os.environ.get(KEY_ENV)
+    if key:
+        inputs = keyed_seeds(inputs, key, grade_id)
     if judging:
         x = inputs()
         path = record_path(judging, grade_id)
@@ -470,6 +474,43 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
         return
     _judge(grade_id, inputs(), from_bytes(data), judge, forbid)
     print(f"{grade_id}: hidden tests passed")
+
+
+def _derive_seed(key: str, grade_id: str, seed: int) -> int:
+    import hashlib
+    import hmac
+
+    digest = hmac.new(bytes.fromhex(key), f"{grade_id}/{int(seed)}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:7], "little")
+
+
+def keyed_seeds(inputs: Callable[[], Any], key: str, grade_id: str) -> Callable[[], Any]:
+    """``inputs`` with every seed it sets (``torch.manual_seed(s)``, ``torch.Generator().manual_seed(s)``)
+    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is
+    derived from the course directory's secret (``scripts/nbgrader_course.py``: ``grading_key``), so
+    the published seeds say nothing about the inputs a submission is graded on; the judge draws the same
+    ones and computes its references on them. Without a key (a learner's notebook) the seeds are the
+    published ones."""
+    real_generator, real_manual_seed = torch.Generator, torch.manual_seed
+
+    class KeyedGenerator(real_generator):
+        def manual_seed(self, seed):
+            return super().manual_seed(_derive_seed(key, grade_id, seed))
+
+    def manual_seed(seed):
+        return real_manual_seed(_derive_seed(key, grade_id, seed))
+
+    @functools.wraps(inputs)
+    def keyed():
+        import torch.random
+
+        saved = (torch.Generator, torch.manual_seed, torch.random.manual_seed)
+        torch.Generator, torch.manual_seed, torch.random.manual_seed = KeyedGenerator, manual_seed, manual_seed
+        try:
+            return inputs()
+        finally:
+            torch.Generator, torch.manual_seed, torch.random.manual_seed = saved
+    return keyed
 
 
 def _judge(grade_id, x, got, judge, forbid):
@@ -643,21 +684,43 @@ VERDICTS_LINE = "COURSE-JUDGE-VERDICTS "
 READY_LINE = "COURSE-JUDGE-READY"
 
 
+def _not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): no core dump, and no process of the same user may ptrace this one or
+    read its memory and file descriptors through /proc (Linux; elsewhere nothing happens)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
 def serve() -> int:
     """``python -I -m utils.grading serve``: the judge as autograde runs it, over a pipe.
 
-    Reads the source notebook (one line of JSON) from stdin, prepares (:class:`Judge`), prints
-    :data:`READY_LINE`, then waits for one line, ``{"records": folder, "watched": [cell ids]}``, and
-    prints the verdicts as one JSON line. Nothing it reads or writes goes through a file that the student's kernel could reach
-    between the two steps, except the records themselves."""
+    Makes itself non-dumpable, then reads one line of JSON from stdin: ``{"notebook": the source
+    notebook, "nonce": a per-run secret, "key": the hidden inputs' key}`` (a bare notebook is accepted
+    too: no nonce, published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
+    line, ``{"records": folder, "watched": [cell ids]}``, and prints the verdicts as one line,
+    ``VERDICTS_LINE nonce JSON``. Autograde accepts exactly one verdict line, and only with its nonce.
+    Nothing it reads or writes goes through a file that the student's kernel could reach, except the
+    records themselves (read after the kernel's sandbox is gone)."""
     import nbformat
 
-    judge = Judge(nbformat.reads(sys.stdin.readline(), as_version=4))
+    _not_dumpable()
+    first = json.loads(sys.stdin.readline())
+    nonce = ""
+    if isinstance(first, dict) and "notebook" in first:
+        nonce = str(first.get("nonce") or "")
+        if first.get("key"):
+            os.environ[KEY_ENV] = str(first["key"])
+        first = first["notebook"]
+    judge = Judge(nbformat.reads(json.dumps(first), as_version=4))
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
     request = json.loads(sys.stdin.readline())
     verdicts = judge.decide(request["records"], request.get("watched", []))
-    sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
+    sys.stdout.write(VERDICTS_LINE + (nonce + " " if nonce else "") + json.dumps(verdicts) + "\n")
     sys.stdout.flush()
     return 0
 
