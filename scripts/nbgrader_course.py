@@ -139,15 +139,19 @@ class ExerciseSectionExecute(Execute):
         import tempfile
 
         from utils.grading import JUDGE_ENV, KEY_ENV, RECORDS_ENV
+        from utils.grading_registry import NOTEBOOK_ENV
         from utils.sandbox import SANDBOX_ENV, Sandbox, probe
 
         os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
         source = self._source_notebook(resources)
         key = grading_key(self._course_root(), resources)
-        judge = JudgeProcess(source, key=key, log=self.log) if source else None   # ready before any student code runs
+        number = str((resources.get("nbgrader") or {}).get("notebook", ""))[:2]
+        number = number if number.isdigit() else ""
+        judge = JudgeProcess(source, key=key, number=number, log=self.log) if source else None   # ready before any student code runs
         start = exercise_section_start(nb) or 0
         head, section = nb.cells[:start], nb.cells[start:]
-        section, watched = watch_cells(section, course_cells(source) if source else set())
+        trusted = course_cells(source) if source else set()
+        section, watched = watch_cells(section, trusted)
         sandboxed = os.environ.get(SANDBOX_ENV, "on") != "off"
         why_not = probe() if sandboxed else None
         if why_not:   # no student code runs outside a sandbox unless the instructor says so
@@ -159,10 +163,10 @@ class ExerciseSectionExecute(Execute):
                                            f"install bubblewrap, or set {SANDBOX_ENV}=off to grade unsandboxed")
             return nb, resources
         box = None
-        old = {k: os.environ.get(k) for k in (RECORDS_ENV, KEY_ENV)}
+        old = {k: os.environ.get(k) for k in (RECORDS_ENV, KEY_ENV, NOTEBOOK_ENV)}
         saved_kmc = self.kernel_manager_class
         if sandboxed:
-            box = Sandbox(env={RECORDS_ENV: "/records", KEY_ENV: key})
+            box = Sandbox(env={RECORDS_ENV: "/records", KEY_ENV: key, NOTEBOOK_ENV: number}, trusted=sorted(trusted))
             records = str(box.records)
             self.kernel_manager_class = box.kernel_manager_class()
             nb.cells = section = [lockdown_cell()] + section
@@ -170,6 +174,7 @@ class ExerciseSectionExecute(Execute):
             records = tempfile.mkdtemp(prefix="course-records-")
             os.environ[RECORDS_ENV] = records
             os.environ[KEY_ENV] = key
+            os.environ[NOTEBOOK_ENV] = number
         nb.cells = section
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
@@ -185,7 +190,8 @@ class ExerciseSectionExecute(Execute):
                     os.environ[k] = v
         verdicts = judge.decide(records, watched) if judge else {}
         # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
-        flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
+        flags = tamper_report(nb, trusted if source else None) \
+            if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
         if box is not None:
             box.close()
@@ -284,7 +290,7 @@ class JudgeProcess:
     answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
     folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
 
-    def __init__(self, source, key=None, log=None):
+    def __init__(self, source, key=None, number=None, log=None):
         import secrets
         import subprocess
 
@@ -294,7 +300,7 @@ class JudgeProcess:
         self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
                                      cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-        first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key}
+        first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number}
         self.proc.stdin.write(json.dumps(first) + "\n")
         self.proc.stdin.flush()
 
@@ -331,17 +337,28 @@ def run_judge(source, records, watched=(), log=None, timeout=900, key=None):
     return JudgeProcess(source, key=key, log=log).decide(records, watched, timeout=timeout)
 
 
-def tamper_report(nb):
-    """grade_id of an answer cell -> the tamper patterns its source contains."""
-    from utils.grading import tamper_flags
+def tamper_report(nb, trusted=None):
+    """Exactly the cells autograde ran as the student's (answer cells, changed set-up cells, added cells;
+    ``trusted``: the course's own code cells, :func:`course_cells`) -> what they use: the static patterns of
+    ``utils.grading.TAMPER_PATTERNS`` and the capabilities of ``utils.grading.screen`` (syntax tree)."""
+    from utils.grading import screen, tamper_flags
 
     report = {}
-    for cell in nb.cells:
+    start = exercise_section_start(nb) or 0
+    for i, cell in enumerate(nb.cells[start:]):
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution"):
-            found = tamper_flags(cell.source)
-            if found:
-                report[meta.get("grade_id", "?")] = found
+        if cell.cell_type != "code" or meta.get("grade"):
+            continue
+        if not meta.get("solution") and trusted is not None and cell.source in trusted:
+            continue
+        if not meta.get("solution") and trusted is None:
+            continue
+        found = tamper_flags(cell.source) + screen(cell.source)
+        if found:
+            label = meta.get("grade_id") or f"added cell {start + i}"
+            if not meta.get("solution") and meta.get("grade_id"):
+                label += " (changed)"
+            report[label] = found
     return report
 
 
@@ -349,7 +366,7 @@ def apply_verdicts(nb, verdicts, flags=None, missing=None):
     """Write the judge's verdicts into the graded code cells (see ExerciseSectionExecute)."""
     from nbformat.v4 import new_output
 
-    flagged = "; ".join(f"answer cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
+    flagged = "; ".join(f"cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code" or not meta.get("grade"):

@@ -24,6 +24,7 @@ kernel cannot raise again), TorchScript and ``torch.compile`` are replaced by fu
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -45,8 +46,10 @@ def bwrap() -> str | None:
     return shutil.which("bwrap") or (os.path.exists("/usr/bin/bwrap") and "/usr/bin/bwrap") or None
 
 
+@functools.lru_cache(maxsize=1)
 def probe() -> str | None:
-    """None when a sandbox can be made here, else why not (for skips and error messages)."""
+    """None when a sandbox can be made here, else why not (for skips and error messages); tried once
+    per process."""
     import subprocess
 
     exe = bwrap()
@@ -71,7 +74,8 @@ class Sandbox:
     """A folder of its own and the ``bwrap`` command line around a kernel. Use as a context manager
     (:meth:`close` removes the folder). ``env``: extra variables for the kernel."""
 
-    def __init__(self, env: dict[str, str] | None = None, utils_dir: str | os.PathLike | None = None):
+    def __init__(self, env: dict[str, str] | None = None, utils_dir: str | os.PathLike | None = None,
+                 trusted: list[str] | None = None):
         self.root = Path(tempfile.mkdtemp(prefix="course-sandbox-"))
         os.chmod(self.root, 0o755)
         self.course = self.root / "course"
@@ -82,6 +86,10 @@ class Sandbox:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         for d in (self.records, self.sock):
             d.mkdir(parents=True)
+        if trusted is not None:   # the course's own cells: they may still call what the exercises remove
+            import json
+
+            (self.course / "trusted.json").write_text(json.dumps(sorted(trusted)))
         for dirpath, dirnames, filenames in os.walk(self.course):
             os.chmod(dirpath, 0o755)
             for f in filenames:
@@ -144,7 +152,7 @@ class Sandbox:
                 args += ["--ro-bind", top, top]
             made.add(top)
         for f in ("/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime",
-                  "/etc/hosts", "/etc/mime.types"):
+                  "/etc/hosts", "/etc/mime.types", "/etc/fonts"):
             ro(f, try_=True)
         # the Python environment(s): this interpreter's, and what it was made from
         for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
@@ -152,6 +160,8 @@ class Sandbox:
                 ro(prefix)
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
         ro(self.course / "utils", "/course/utils")
+        if (self.course / "trusted.json").is_file():
+            ro(self.course / "trusted.json", "/course/trusted.json")
         for name in ("pretrained", "runs"):
             ro(ROOT / name, f"/course/{name}")
         data = os.environ.get("COURSE_DATA_DIR") or str(ROOT / "data")
@@ -266,6 +276,16 @@ def lockdown() -> None:
     import torch
 
     torch.set_num_threads(1)
+    notebook = os.environ.get("COURSE_GRADING_NOTEBOOK")
+    if notebook:   # every implementation of what an exercise asks for, removed before any student code runs
+        import json
+
+        from utils.grading_registry import remove, trust
+
+        trusted = Path(__file__).resolve().parent.parent / "trusted.json"
+        if trusted.is_file():
+            trust(json.loads(trusted.read_text()))
+        remove(notebook)
     torch.jit.script = torch.jit.trace = torch.jit.trace_module = _unavailable("TorchScript")
     torch.jit._script.script = torch.jit._trace.trace = _unavailable("TorchScript")
     torch.compile = _unavailable("torch.compile")
