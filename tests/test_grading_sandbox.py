@@ -242,3 +242,29 @@ def test_releases_keep_their_contract():
         for exercise, names in stored[name]["names"].items():
             gone = set(names) - set(now[name]["names"].get(exercise, []))
             assert not gone, f"{name} {exercise}: the checks no longer find {sorted(gone)} (renamed in the prompt?)"
+
+
+def test_the_screen_flags_capabilities_and_no_cell_of_the_course():
+    import nbformat
+
+    from utils.grading import screen
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## exercises" in c.source.lower())
+        for cell in nb.cells[start:]:
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+                assert screen(cell.source) == [], (path.name, cell.metadata.get("nbgrader", {}).get("grade_id"))
+    samples = {
+        "f.__code__ = g.__code__": "dunder access",
+        "x = getattr(torch, 'repeat_' + 'interleave')": "computed getattr",
+        "import torch\ntorch.allclose = lambda *a: True": "assignment to a module",
+        "class T(torch.Tensor):\n    pass": "a subclass of torch.Tensor",
+        "import threading": "threads",
+        "data = open('/etc/passwd').read()": "open()",
+        "from utils import grading": "the grader",
+        "torch.ops.aten.one_hot(x, 3)": "PyTorch's internals",
+        "layer._sa_block(x, None, None)": "a private attribute",
+    }
+    for code, what in samples.items():
+        assert any(what in flag for flag in screen(code)), (code, screen(code))

@@ -159,13 +159,13 @@ def attacks_10() -> list[Attack]:
         Attack("answers read from disk: the source notebook's model answers run", 8,
                {g: read_from_disk("10", g) for g in ("ex1", "ex2", "ex3")}, ex1 + ex2 + ex3, fast=True),
         Attack("worker thread: torch.repeat_interleave called in a thread", 9,
-               {"ex3": in_thread(rep.format("_in_thread(lambda: k.repeat_interleave(n_rep, dim=1))"))}, ex3, fast=True),
+               {"ex3": in_thread(rep.format("_in_thread(lambda: k.repeat_interleave(n_rep, dim=1))"))}, ex3),
         Attack("worker thread: utils.scale.online_softmax_update called in a thread", 9,
                {"ex1": in_thread("from utils.scale import online_softmax_update\n\n\n"
                                  "def online_update(m, l, acc, scores, v):\n"
                                  "    return _in_thread(lambda: online_softmax_update(m, l, acc, scores, v))\n")}, ex1),
         Attack("replaced watch: grading.Watch swapped for a blind one, then repeat_interleave", 10,
-               {"ex3": REPLACE_WATCH + rep.format("k.repeat_interleave(n_rep, dim=1)")}, ex3, fast=True),
+               {"ex3": REPLACE_WATCH + rep.format("k.repeat_interleave(n_rep, dim=1)")}, ex3),
         Attack("replaced watch: grading.Watch swapped for a blind one, then utils.scale.online_softmax_update", 10,
                {"ex1": REPLACE_WATCH + "from utils.scale import online_softmax_update\n\n\n"
                                        "def online_update(m, l, acc, scores, v):\n"
@@ -174,12 +174,12 @@ def attacks_10() -> list[Attack]:
                {"ex3": DEFERRED + "def repeat_heads(k, n_rep):\n"
                                   "    B, H, T, d = k.shape\n"
                                   "    return _Later(lambda: torch.repeat_interleave(k, n_rep, dim=1), torch.empty(B, H * n_rep, T, d))\n"},
-               ex3, fast=True),
+               ex3),
         Attack("renamed op: aten::repeat_interleave.self_int with torch functions disabled", 12,
                {"ex3": "import torch\n\n\n" + rep.format("_op(k, n_rep)").replace(
                    "    return _op(k, n_rep)\n",
                    "    with torch._C.DisableTorchFunction():\n"
-                   "        return torch.ops.aten.repeat_interleave.self_int(k, n_rep, 1)\n")}, ex3, fast=True),
+                   "        return torch.ops.aten.repeat_interleave.self_int(k, n_rep, 1)\n")}, ex3),
         Attack("renamed op: repeat_interleave inside a TorchScript function", 12,
                {"ex3": "import torch\n\n\n@torch.jit.script\ndef _spread(k: torch.Tensor, n: int) -> torch.Tensor:\n"
                        "    return k.repeat_interleave(n, dim=1)\n\n\n" + rep.format("_spread(k, n_rep)")}, ex3),
