@@ -144,7 +144,7 @@ class ExerciseSectionExecute(Execute):
 
         os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
         source = self._source_notebook(resources)
-        key = grading_key(self._course_root(), resources)
+        key = grading_key(self._course_root(), resources) if source else ""
         number = str((resources.get("nbgrader") or {}).get("notebook", ""))[:2]
         number = number if number.isdigit() else ""
         judge = JudgeProcess(source, key=key, number=number, log=self.log) if source else None   # ready before any student code runs

@@ -21,6 +21,7 @@ hidden check's own list is in the registry, and, in a sandbox, that each removed
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -124,6 +125,11 @@ def resolve(entry: str) -> Any:
 
 def forbid_targets(notebook: str | None, exercise: str) -> list[Any]:
     """The exercise's entries as targets of :func:`utils.grading.forbidden_names`."""
+    return list(_forbid_targets(notebook, exercise))
+
+
+@functools.lru_cache(maxsize=None)
+def _forbid_targets(notebook: str | None, exercise: str) -> tuple:
     targets: list[Any] = []
     for entry in entries(notebook, exercise):
         obj = resolve(entry)
@@ -140,7 +146,7 @@ def forbid_targets(notebook: str | None, exercise: str) -> list[Any]:
                 targets.append((resolve(entry.rpartition(".")[0]), attr))
             else:
                 targets.append(fn)
-    return targets
+    return tuple(targets)
 
 
 # Removal is by caller: the course's own cells (set-up, visible checks, hidden inputs and runs) may still
