@@ -268,3 +268,49 @@ def test_the_screen_flags_capabilities_and_no_cell_of_the_course():
     }
     for code, what in samples.items():
         assert any(what in flag for flag in screen(code)), (code, screen(code))
+
+
+def test_hidden_inputs_are_drawn_from_the_key_and_the_published_seeds_without_one():
+    import torch
+
+    from utils.grading import keyed_seeds
+
+    def inputs():
+        g = torch.Generator().manual_seed(14)
+        torch.manual_seed(3)
+        return torch.randn(4, generator=g), torch.randn(2)
+
+    published = inputs()
+    a = keyed_seeds(inputs, "00" * 32, "ex1_check")()
+    b = keyed_seeds(inputs, "00" * 32, "ex1_check")()
+    c = keyed_seeds(inputs, "11" * 32, "ex1_check")()
+    d = keyed_seeds(inputs, "00" * 32, "ex1_check2")()
+    assert all(torch.equal(x, y) for x, y in zip(a, b))                      # the kernel and the judge agree
+    assert not any(torch.equal(x, y) for x, y in zip(a, published))         # the published seeds say nothing
+    assert not torch.equal(a[0], c[0]) and not torch.equal(a[0], d[0])      # another secret, another check
+    assert torch.Generator is torch._C.Generator and all(torch.equal(x, y) for x, y in zip(inputs(), published))
+
+
+def test_autograde_takes_exactly_one_verdict_line_and_only_with_its_nonce():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from nbgrader_course import JudgeProcess
+
+    from utils.grading import READY_LINE, VERDICTS_LINE
+
+    class Fake:
+        def __init__(self, out):
+            self.out, self.returncode = out, 0
+
+        def communicate(self, *args, **kwargs):
+            return self.out, ""
+
+    judge = JudgeProcess.__new__(JudgeProcess)
+    judge.log, judge.nonce = None, "abc123"
+    good = f"{READY_LINE}\n{VERDICTS_LINE}abc123 " + json.dumps({"ex1_check": None}) + "\n"
+    forged = f"{VERDICTS_LINE}" + json.dumps({"ex1_check": None}) + "\n"
+    for out, passed in ((good, True), (good + forged, False), (forged.join([READY_LINE + "\n", ""]), False),
+                        (good.replace("abc123", "abc124"), False)):
+        judge.proc = Fake(out)
+        verdicts = judge.decide("/nonexistent")
+        assert (verdicts == {"ex1_check": None}) == passed, (out, verdicts)
+        assert passed or "*" in verdicts
