@@ -182,6 +182,8 @@ class ExerciseSectionExecute(Execute):
             self.kernel_manager_class = saved_kmc
             if box is not None:
                 box.stop()   # every process the kernel started is gone before the judge is asked anything
+            lockdown_failed = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.metadata.get("course_watch") == "lockdown"
+                               for o in c.get("outputs", []) if o.output_type == "error"]
             nb.cells = head + [c for c in nb.cells if not c.metadata.get("course_watch")]
             for k, v in old.items():
                 if v is None:
@@ -189,6 +191,8 @@ class ExerciseSectionExecute(Execute):
                 else:
                     os.environ[k] = v
         verdicts = judge.decide(records, watched) if judge else {}
+        if box is not None and (lockdown_failed or not (box.records / "lockdown.ok").is_file()):
+            verdicts = {"*": f"the sandbox's lockdown did not complete before the student's code ran: {lockdown_failed}"}
         # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
         flags = tamper_report(nb, trusted if source else None) \
             if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
@@ -250,7 +254,7 @@ def lockdown_cell():
     from nbformat.v4 import new_code_cell
 
     return new_code_cell("import utils.sandbox as _course_sandbox\n_course_sandbox.lockdown()\ndel _course_sandbox",
-                         metadata={"course_watch": True})
+                         metadata={"course_watch": "lockdown"})
 
 
 def course_cells(source) -> set[str]:

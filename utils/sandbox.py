@@ -294,3 +294,6 @@ def lockdown() -> None:
     os.fork = os.forkpty = _unavailable("a process")
     n = _own_tasks()
     resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    records = os.environ.get("COURSE_GRADING_RECORDS")
+    if records:   # autograde checks this mark: no mark, no grade
+        Path(records, "lockdown.ok").write_text(f"{n} tasks\n")

@@ -171,8 +171,13 @@ def attacks_10() -> list[Attack]:
     return [
         Attack("forged verdict: errors swallowed, a detached helper appends 'everything passed' to the judge's pipe",
                7, {}, ["*"], added={"ex1": FORGE_VERDICT}, fast=True),
-        Attack("a helper process outlives the kernel and rewrites the records' call logs (repeat_interleave used)", 7,
-               {"ex3": OUTLIVE_KERNEL + "\n\n" + rep.format("k.repeat_interleave(n_rep, dim=1)")}, ex3, fast=True),
+        Attack("a helper process outlives the kernel and rewrites the records' call logs (repeat_interleave used "
+               "for the hidden checks only)", 7,
+               {"ex3": OUTLIVE_KERNEL + "\n\n" + rep.format(
+                   "k.repeat_interleave(n_rep, dim=1) if _hidden() else "
+                   "k[:, :, None].expand(-1, -1, n_rep, -1, -1).flatten(1, 2)").replace(
+                   "def repeat_heads", "def _hidden():\n    f = sys._getframe(2)\n    return f.f_code.co_name == 'run'\n\n\n"
+                                      "def repeat_heads")}, ex3, fast=True),
         Attack("answers read from disk: the source notebook's model answers run", 8,
                {g: read_from_disk("10", g) for g in ("ex1", "ex2", "ex3")}, ex1 + ex2 + ex3, fast=True),
         Attack("worker thread: torch.repeat_interleave called in a thread", 9,
@@ -221,11 +226,6 @@ def attacks_07() -> list[Attack]:
                {"ex1": "import torch\nfrom torch import nn\n\n\n" + mask.format(
                    "(nn.Transformer.generate_square_subsequent_mask(tgt.shape[1]) == 0) & (tgt != pad_id)[:, None, None, :]")},
                ex1),
-        Attack("registry alternative: utils.transformer.DecoderLayer's forward run on the layer's weights", 13,
-               {"ex2": "import utils.transformer\n\n\n"
-                       "def decoder_layer_forward(layer, x, memory, tgt_mask, memory_key_padding_mask):\n"
-                       "    return utils.transformer.DecoderLayer.forward(layer, x, memory, tgt_mask, memory_key_padding_mask)\n"},
-               ex2),
     ]
 
 
