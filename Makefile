@@ -59,7 +59,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-busy test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -139,7 +139,15 @@ course: $(STAMP)
 # The round trip (release, submit stubs / solutions / known shortcuts / adversarial submissions from
 # tests/grading_attacks, autograde with the judge) on every notebook; `make test` runs it on a subset
 # (tests/test_nbgrader_roundtrip.py).
-test-grading: $(STAMP)
+# Debian's bubblewrap: autograde runs each student's kernel in its sandbox (utils/sandbox.py). Installed
+# with apt-get as root when missing; otherwise says what to do (the round trip then skips the sandbox's attacks).
+sandbox-tools:
+	@if command -v bwrap >/dev/null || [ -x /usr/bin/bwrap ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null && echo "sandbox-tools: installed bubblewrap"; \
+	else echo "sandbox-tools: no bwrap; install Debian's bubblewrap (apt-get install bubblewrap) for autograde's sandbox"; fi
+
+test-grading: $(STAMP) sandbox-tools
 	@start=$$(date +%s); \
 	COURSE_GRADING_NOTEBOOKS=all COURSE_GRADING_ATTACKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
 	echo "grading round trip wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
@@ -284,7 +292,7 @@ hub-proxy: classroom/node_modules/.package-lock.json
 # As root, on a machine whose accounts the test may add and remove (CI's is); skipped otherwise.
 # (Not as root, the test only reports why it is skipped, from .venv.)
 IS_ROOT := $(filter 0,$(shell id -u))
-test-hub: hub-proxy $(if $(IS_ROOT),$(HUB_STAMP),$(STAMP))
+test-hub: hub-proxy sandbox-tools $(if $(IS_ROOT),$(HUB_STAMP),$(STAMP))
 	@start=$$(date +%s); \
 	COURSE_HUB_ENV=$(HUB_ENV) $(if $(IS_ROOT),$(HUB_ENV)/bin/python,$(BIN)/python) -m pytest -m hub -s -p no:cacheprovider tests/hub $(PYTEST_ARGS); rc=$$?; \
 	echo "hub test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc

@@ -199,11 +199,17 @@ def chosen_attacks(path, source):
     first = next(grade_id(c) for c in source.cells
                  if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
     every = attacks_for(path.name[:2], first, SHORTCUTS.get(path.name[:2], {}).get(first))
+    from utils.sandbox import probe
+
+    if probe() is not None:   # no sandbox here: autograde runs unsandboxed, and the attacks only it stops are left out
+        every = [a for a in every if a.kind < 7]
     chosen = os.environ.get("COURSE_GRADING_ATTACKS", "fast")
     if chosen == "all":
         return every
     if chosen == "none":  # stubs, solutions and shortcuts only (for timing autograde)
         return []
+    if chosen == "sandbox":  # the attacks only the sandbox and the registry's removal stop (classes 7-13)
+        return [a for a in every if a.kind >= 7]
     return [a for a in every if a.fast]
 
 
@@ -260,8 +266,15 @@ def course(tmp_path_factory):
     paths = chosen_notebooks()
     if not paths:
         pytest.skip("COURSE_GRADING_NOTEBOOKS names no notebook")
+    from utils.sandbox import SANDBOX_ENV, probe
+
+    if probe() is not None:
+        print(f"\nautograde without its sandbox ({probe()}): the attacks only the sandbox stops are skipped")
+        os.environ[SANDBOX_ENV] = "off"
     root = tmp_path_factory.mktemp("course")
     start = time.time()
+    # a fixed grading secret, so that the hidden inputs (drawn from it) are the same on every run
+    (root / ".grading_secret").write_text("5eed" * 16 + "\n")
     api = build_course(root, paths)
     graded = {}
     for p in paths:

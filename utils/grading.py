@@ -63,6 +63,7 @@ from utils.sections import appendix_start, exercise_cells, exercises_start  # no
 
 RECORDS_ENV = "COURSE_GRADING_RECORDS"
 JUDGE_ENV = "COURSE_GRADING_JUDGE"
+KEY_ENV = "COURSE_GRADING_KEY"          # autograde: the key the hidden inputs' seeds are drawn with (see keyed_seeds)
 _UTILS_DIR = str(Path(__file__).resolve().parent)
 _TORCH_NN_DIR = str(Path(torch.nn.__file__).resolve().parent)
 CANARY_TORCH = "canary_sentinel_op"      # never a real torch name: the canary calls torch.sin, logged under this alias
@@ -442,7 +443,15 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
                  judge: Callable[[Any, Any], None], forbid: Iterable[Any] = ()) -> None:
     """One graded check; see the module docstring for the three modes."""
     forbid = list(forbid)
+    notebook = os.environ.get("COURSE_GRADING_NOTEBOOK")
+    if notebook:   # under autograde: every other implementation of the exercise's function too
+        from utils.grading_registry import exercise_of, forbid_targets
+
+        forbid += forbid_targets(notebook, exercise_of(grade_id))
     judging = os.environ.get(JUDGE_ENV)
+    key = os.environ.get(KEY_ENV)
+    if key:
+        inputs = keyed_seeds(inputs, key, grade_id)
     if judging:
         x = inputs()
         path = record_path(judging, grade_id)
@@ -472,6 +481,43 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
         return
     _judge(grade_id, inputs(), from_bytes(data), judge, forbid)
     print(f"{grade_id}: hidden tests passed")
+
+
+def _derive_seed(key: str, grade_id: str, seed: int) -> int:
+    import hashlib
+    import hmac
+
+    digest = hmac.new(bytes.fromhex(key), f"{grade_id}/{int(seed)}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:7], "little")
+
+
+def keyed_seeds(inputs: Callable[[], Any], key: str, grade_id: str) -> Callable[[], Any]:
+    """``inputs`` with every seed it sets (``torch.manual_seed(s)``, ``torch.Generator().manual_seed(s)``)
+    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is
+    derived from the course directory's secret (``scripts/nbgrader_course.py``: ``grading_key``), so
+    the published seeds say nothing about the inputs a submission is graded on; the judge draws the same
+    ones and computes its references on them. Without a key (a learner's notebook) the seeds are the
+    published ones."""
+    real_generator, real_manual_seed = torch.Generator, torch.manual_seed
+
+    class KeyedGenerator(real_generator):
+        def manual_seed(self, seed):
+            return super().manual_seed(_derive_seed(key, grade_id, seed))
+
+    def manual_seed(seed):
+        return real_manual_seed(_derive_seed(key, grade_id, seed))
+
+    @functools.wraps(inputs)
+    def keyed():
+        import torch.random
+
+        saved = (torch.Generator, torch.manual_seed, torch.random.manual_seed)
+        torch.Generator, torch.manual_seed, torch.random.manual_seed = KeyedGenerator, manual_seed, manual_seed
+        try:
+            return inputs()
+        finally:
+            torch.Generator, torch.manual_seed, torch.random.manual_seed = saved
+    return keyed
 
 
 def _judge(grade_id, x, got, judge, forbid):
@@ -633,25 +679,169 @@ def tamper_flags(source: str) -> list[str]:
     return found
 
 
+# The screen by capability: what an answer cell, a changed set-up cell or an added cell can do, read from
+# its syntax tree (the exercises need none of it). An aid for the person grading: a flagged cell is shown
+# to them, and the notebook is not scored automatically.
+
+_INTERPRETER_MODULES = {"sys", "gc", "inspect", "importlib", "ctypes", "builtins", "types", "marshal", "pickle",
+                        "code", "codeop", "runpy", "cProfile", "profile", "_lsprof", "dis", "ast", "IPython",
+                        "traceback", "weakref", "copyreg", "atexit", "faulthandler", "tracemalloc", "dill", "cloudpickle"}
+_PROCESS_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "signal", "asyncio",
+                    "socket", "pty", "sched"}
+_FILE_MODULES = {"glob", "shutil", "pathlib", "tempfile", "io", "fnmatch", "zipfile", "tarfile", "mmap", "fcntl"}
+_GRADER_NAMES = {"grading", "sandbox", "grading_registry"}
+_DYNAMIC_CALLS = {"exec", "eval", "compile", "globals", "locals", "vars", "__import__", "breakpoint",
+                  "get_ipython", "open", "input", "memoryview"}
+_FILE_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "listdir", "scandir", "walk", "glob",
+                 "rglob", "iterdir", "open", "fdopen", "system", "popen", "fork", "forkpty", "kill", "execv",
+                 "execve", "spawnv", "chmod", "remove", "unlink", "rename", "replace", "getenv", "environ", "putenv"}
+_TORCH_INTERNALS = {"_C", "ops", "library", "jit", "compile", "_dynamo", "overrides", "_python_dispatch", "fx",
+                    "_ops", "_subclasses", "_functorch", "_inductor", "export"}
+_ALLOWED_DUNDERS = {"__init__", "__name__"}
+
+
+def screen(source: str) -> list[str]:
+    """The capabilities a cell's code uses, each with its line: dunder access, computed ``getattr``,
+    attribute assignment on a module or class, tensor subclasses, threads and processes, files and the
+    environment, the interpreter's machinery, PyTorch's internals, the grader itself. A cell that does not
+    parse (IPython magics) is read after IPython's own transformation."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            tree = ast.parse(TransformerManager().transform_cell(source))
+        except SyntaxError as e:
+            return [f"code that does not parse (line {e.lineno})"]
+    imported: set[str] = set()
+    classes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.ClassDef):
+            classes.add(node.name)
+    found: list[str] = []
+
+    def flag(what, node):
+        entry = f"{what} (line {getattr(node, 'lineno', '?')})"
+        if entry not in found:
+            found.append(entry)
+
+    def root(node):
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            node = node.value if not isinstance(node, ast.Call) else node.func
+        return node.id if isinstance(node, ast.Name) else None
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = [a.name for a in node.names]
+            for m in mods:
+                top = m.split(".")[0]
+                if top in _INTERPRETER_MODULES:
+                    flag(f"the interpreter's machinery (import {m})", node)
+                if top in _PROCESS_MODULES:
+                    flag(f"threads, processes or the network (import {m})", node)
+                if top in _FILE_MODULES or top == "os":
+                    flag(f"files or the environment (import {m})", node)
+                if any(part in _GRADER_NAMES for part in m.split(".")) or (top == "utils" and set(names) & _GRADER_NAMES):
+                    flag(f"the grader (import {m})", node)
+                if top == "torch" and set(m.split(".")[1:] + names) & _TORCH_INTERNALS:
+                    flag(f"PyTorch's internals ({m}: {', '.join(sorted(set(m.split('.')[1:] + names) & _TORCH_INTERNALS))})", node)
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in _ALLOWED_DUNDERS:
+                flag(f"dunder access (.{node.attr})", node)
+            elif node.attr.startswith("_") and not node.attr.startswith("__") and root(node) not in ("self", "cls"):
+                flag(f"a private attribute (.{node.attr})", node)
+            if node.attr in _TORCH_INTERNALS and root(node) in ("torch", "nn", "F"):
+                flag(f"PyTorch's internals (.{node.attr})", node)
+            if node.attr in _FILE_METHODS and isinstance(node.ctx, ast.Load):
+                flag(f"files, processes or the environment (.{node.attr})", node)
+            if node.attr in _GRADER_NAMES:
+                flag(f"the grader (.{node.attr})", node)
+        elif isinstance(node, ast.Name):
+            if node.id.startswith("__") and node.id not in _ALLOWED_DUNDERS:
+                flag(f"dunder access ({node.id})", node)
+            if node.id in _GRADER_NAMES and node.id in imported:
+                flag(f"the grader ({node.id})", node)
+        elif isinstance(node, ast.Call):
+            fn = node.func.id if isinstance(node.func, ast.Name) else None
+            if fn in ("getattr", "setattr", "delattr", "hasattr") and (
+                    len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)):
+                flag(f"computed {fn}", node)
+            if fn in ("setattr", "delattr"):
+                flag(f"attribute assignment through {fn}", node)
+            if fn in _DYNAMIC_CALLS:
+                flag(f"{fn}()", node)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Attribute) and root(sub) in imported | classes:
+                        flag(f"assignment to a module's or class's attribute ({root(sub)}...{sub.attr})", node)
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                text = ast.unparse(base)
+                if "Tensor" in text or "Parameter" in text or "Mode" in text:
+                    flag(f"a subclass of {text}", node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name in ("__torch_function__", "__torch_dispatch__"):
+                flag(f"a tensor subclass hook ({node.name})", node)
+            if isinstance(node, ast.AsyncFunctionDef):
+                flag("asynchronous code", node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and isinstance(node, ast.Global):
+            pass
+    return found
+
+
 VERDICTS_LINE = "COURSE-JUDGE-VERDICTS "
 READY_LINE = "COURSE-JUDGE-READY"
+
+
+def _not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): no core dump, and no process of the same user may ptrace this one or
+    read its memory and file descriptors through /proc (Linux; elsewhere nothing happens)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
 
 
 def serve() -> int:
     """``python -I -m utils.grading serve``: the judge as autograde runs it, over a pipe.
 
-    Reads the source notebook (one line of JSON) from stdin, prepares (:class:`Judge`), prints
-    :data:`READY_LINE`, then waits for one line, ``{"records": folder, "watched": [cell ids]}``, and
-    prints the verdicts as one JSON line. Nothing it reads or writes goes through a file that the student's kernel could reach
-    between the two steps, except the records themselves."""
+    Makes itself non-dumpable, then reads one line of JSON from stdin: ``{"notebook": the source
+    notebook, "nonce": a per-run secret, "key": the hidden inputs' key}`` (a bare notebook is accepted
+    too: no nonce, published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
+    line, ``{"records": folder, "watched": [cell ids]}``, and prints the verdicts as one line,
+    ``VERDICTS_LINE nonce JSON``. Autograde accepts exactly one verdict line, and only with its nonce.
+    Nothing it reads or writes goes through a file that the student's kernel could reach, except the
+    records themselves (read after the kernel's sandbox is gone)."""
     import nbformat
 
-    judge = Judge(nbformat.reads(sys.stdin.readline(), as_version=4))
+    _not_dumpable()
+    first = json.loads(sys.stdin.readline())
+    nonce = ""
+    if isinstance(first, dict) and "notebook" in first:
+        nonce = str(first.get("nonce") or "")
+        if first.get("key"):
+            os.environ[KEY_ENV] = str(first["key"])
+        if first.get("number"):
+            os.environ["COURSE_GRADING_NOTEBOOK"] = str(first["number"])
+        first = first["notebook"]
+    judge = Judge(nbformat.reads(json.dumps(first), as_version=4))
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
     request = json.loads(sys.stdin.readline())
     verdicts = judge.decide(request["records"], request.get("watched", []))
-    sys.stdout.write(VERDICTS_LINE + json.dumps(verdicts) + "\n")
+    sys.stdout.write(VERDICTS_LINE + (nonce + " " if nonce else "") + json.dumps(verdicts) + "\n")
     sys.stdout.flush()
     return 0
 

@@ -37,7 +37,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "hub"), str(ROOT / "tests"), str(ROOT)]
 from hubclient import ClassHub, Person  # noqa: E402
-from scripts.editions.nbgrader_course import exercise_section_start, release  # noqa: E402
+from scripts.editions.nbgrader_course import exercise_section_end, exercise_section_start, release  # noqa: E402
 from test_hub import AID, COURSE, answered, serve_repository  # noqa: E402
 
 INSTRUCTOR = "hubb-teach"
@@ -121,7 +121,8 @@ def main(argv=None) -> int:
         print(f"\n2. {len(students)} students run notebook 04's Exercises section at once")
         source = nbformat.read(ROOT / "notebooks" / f"{AID}.ipynb", as_version=4)
         solved = answered(release(source), source)
-        cells = [c.source for c in solved.cells[exercise_section_start(solved):] if c.cell_type == "code"]
+        cells = [c.source for c in solved.cells[exercise_section_start(solved):exercise_section_end(solved)]
+                 if c.cell_type == "code"]
         probe, stop = [], threading.Event()
 
         def probe_hub():

@@ -149,31 +149,75 @@ class ExerciseSectionExecute(Execute):
     def preprocess(self, nb, resources, km=None):
         import tempfile
 
-        from utils.grading import JUDGE_ENV, RECORDS_ENV
+        from utils.grading import JUDGE_ENV, KEY_ENV, RECORDS_ENV
+        from utils.grading_registry import NOTEBOOK_ENV
+        from utils.sandbox import SANDBOX_ENV, Sandbox, probe
 
         os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
         source = self._source_notebook(resources)
-        judge = JudgeProcess(source, log=self.log) if source else None   # ready before any student code runs
-        start, end = exercise_section_start(nb) or 0, exercise_section_end(nb)
+        key = grading_key(self._course_root(), resources) if source else ""
+        number = str((resources.get("nbgrader") or {}).get("notebook", ""))[:2]
+        number = number if number.isdigit() else ""
+        judge = JudgeProcess(source, key=key, number=number, log=self.log) if source else None   # ready before any student code runs
+        start, end = exercise_section_start(nb) or 0, exercise_section_end(nb)   # the appendix is not run
         head, section, tail = nb.cells[:start], nb.cells[start:end], nb.cells[end:]
-        nb.cells, watched = watch_cells(section, course_cells(source) if source else set())
-        records = tempfile.mkdtemp(prefix="course-records-")
-        old = os.environ.get(RECORDS_ENV)
-        os.environ[RECORDS_ENV] = records
+        trusted = course_cells(source) if source else set()
+        section, watched = watch_cells(section, trusted)
+        sandboxed = os.environ.get(SANDBOX_ENV, "on") != "off"
+        why_not = probe() if sandboxed else None
+        if why_not:   # no student code runs outside a sandbox unless the instructor says so
+            if judge is not None:
+                judge.proc.kill()
+            nb.cells = head + section + tail
+            nb.cells = [c for c in nb.cells if not c.metadata.get("course_watch")]
+            apply_verdicts(nb, {}, missing=f"not graded: no sandbox for the student's kernel ({why_not}); "
+                                           f"install bubblewrap, or set {SANDBOX_ENV}=off to grade unsandboxed")
+            return nb, resources
+        box = None
+        old = {k: os.environ.get(k) for k in (RECORDS_ENV, KEY_ENV, NOTEBOOK_ENV)}
+        saved_kmc = self.kernel_manager_class
+        if sandboxed:
+            box = Sandbox(env={RECORDS_ENV: "/records", KEY_ENV: key, NOTEBOOK_ENV: number}, trusted=sorted(trusted))
+            records = str(box.records)
+            self.kernel_manager_class = box.kernel_manager_class()
+            nb.cells = section = [lockdown_cell()] + section
+        else:
+            records = tempfile.mkdtemp(prefix="course-records-")
+            os.environ[RECORDS_ENV] = records
+            os.environ[KEY_ENV] = key
+            os.environ[NOTEBOOK_ENV] = number
+        nb.cells = section
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         finally:
+            self.kernel_manager_class = saved_kmc
+            if box is not None:
+                box.stop()   # every process the kernel started is gone before the judge is asked anything
+            lockdown_failed = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.metadata.get("course_watch") == "lockdown"
+                               for o in c.get("outputs", []) if o.output_type == "error"]
             nb.cells = head + [c for c in nb.cells if not c.metadata.get("course_watch")] + tail
-            if old is None:
-                os.environ.pop(RECORDS_ENV, None)
-            else:
-                os.environ[RECORDS_ENV] = old
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         verdicts = judge.decide(records, watched) if judge else {}
+        if box is not None and (lockdown_failed or not (box.records / "lockdown.ok").is_file()):
+            verdicts = {"*": f"the sandbox's lockdown did not complete before the student's code ran: {lockdown_failed}"}
         # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
-        flags = tamper_report(nb) if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
+        flags = tamper_report(nb, trusted if source else None) \
+            if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
-        shutil.rmtree(records, ignore_errors=True)
+        if box is not None:
+            box.close()
+        else:
+            shutil.rmtree(records, ignore_errors=True)
         return nb, resources
+
+    def _course_root(self):
+        from nbgrader.coursedir import CourseDirectory
+
+        return Path(CourseDirectory(config=self.config).root)
 
     def _source_notebook(self, resources):
         """The instructor's notebook in the course's source folder (nbgrader autograde), else None."""
@@ -185,6 +229,43 @@ class ExerciseSectionExecute(Execute):
         coursedir = CourseDirectory(config=self.config)
         path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
         return path if path.is_file() else None
+
+
+SECRET_FILE = ".grading_secret"
+
+
+def course_secret(root) -> bytes:
+    """The course directory's grading secret (``<root>/.grading_secret``, made on first use, readable by
+    its owner only): the hidden inputs of every check are drawn from it at grading time."""
+    import secrets
+
+    path = Path(root) / SECRET_FILE
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    return bytes.fromhex(path.read_text().strip())
+
+
+def grading_key(root, resources) -> str:
+    """The hidden inputs' key for one submission: HMAC(the course's secret, assignment/notebook/student),
+    hex. The judge gets it over its pipe, the student's kernel in its environment (it is one student's,
+    and tells nothing about another's inputs or about the secret)."""
+    import hashlib
+    import hmac
+
+    info = resources.get("nbgrader") or {}
+    label = f"{info.get('assignment', '')}/{info.get('notebook', '')}/{info.get('student', '')}"
+    return hmac.new(course_secret(root), label.encode(), hashlib.sha256).hexdigest()
+
+
+def lockdown_cell():
+    """Autograde's first cell in the sandbox: :func:`utils.sandbox.lockdown`, before any student code."""
+    from nbformat.v4 import new_code_cell
+
+    return new_code_cell("import utils.sandbox as _course_sandbox\n_course_sandbox.lockdown()\ndel _course_sandbox",
+                         metadata={"course_watch": "lockdown"})
 
 
 def course_cells(source) -> set[str]:
@@ -224,18 +305,22 @@ class JudgeProcess:
     answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
     folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
 
-    def __init__(self, source, log=None):
+    def __init__(self, source, key=None, number=None, log=None):
+        import secrets
         import subprocess
 
         self.log = log
+        self.nonce = secrets.token_hex(16)
         text = Path(source).read_text(encoding="utf-8")
         self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
                                      cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-        self.proc.stdin.write(json.dumps(json.loads(text)) + "\n")
+        first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number}
+        self.proc.stdin.write(json.dumps(first) + "\n")
         self.proc.stdin.flush()
 
     def decide(self, records, watched=(), timeout=900):
+        """The verdicts, from exactly one verdict line carrying this run's nonce (anything else: none)."""
         import subprocess
 
         from utils.grading import READY_LINE, VERDICTS_LINE
@@ -248,30 +333,47 @@ class JudgeProcess:
             out, err = self.proc.communicate()
         lines = out.splitlines()
         verdicts = [l for l in lines if l.startswith(VERDICTS_LINE)]
+        signed = VERDICTS_LINE + self.nonce + " "
+        message = None
         if self.proc.returncode != 0 or READY_LINE not in lines or not verdicts:
             message = f"the judge did not finish (exit {self.proc.returncode}): {err[-3000:]}"
+        elif len(verdicts) != 1 or not verdicts[0].startswith(signed):
+            message = f"the judge's answer was not the one expected ({len(verdicts)} verdict lines, nonce " \
+                      f"{'matches' if verdicts[0].startswith(signed) else 'missing or wrong'})"
+        if message is not None:
             if self.log is not None:
                 self.log.error(message)
             return {"*": message}
-        return json.loads(verdicts[-1][len(VERDICTS_LINE):])
+        return json.loads(verdicts[0][len(signed):])
 
 
-def run_judge(source, records, watched=(), log=None, timeout=900):
+def run_judge(source, records, watched=(), log=None, timeout=900, key=None):
     """Both steps at once, on records already written: grade_id -> None or a reason."""
-    return JudgeProcess(source, log=log).decide(records, watched, timeout=timeout)
+    return JudgeProcess(source, key=key, log=log).decide(records, watched, timeout=timeout)
 
 
-def tamper_report(nb):
-    """grade_id of an answer cell -> the tamper patterns its source contains."""
-    from utils.grading import tamper_flags
+def tamper_report(nb, trusted=None):
+    """Exactly the cells autograde ran as the student's (answer cells, changed set-up cells, added cells;
+    ``trusted``: the course's own code cells, :func:`course_cells`) -> what they use: the static patterns of
+    ``utils.grading.TAMPER_PATTERNS`` and the capabilities of ``utils.grading.screen`` (syntax tree)."""
+    from utils.grading import screen, tamper_flags
 
     report = {}
-    for cell in nb.cells:
+    start = exercise_section_start(nb) or 0
+    for i, cell in enumerate(nb.cells[start:exercise_section_end(nb)]):   # not the appendix: autograde never runs it
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution"):
-            found = tamper_flags(cell.source)
-            if found:
-                report[meta.get("grade_id", "?")] = found
+        if cell.cell_type != "code" or meta.get("grade"):
+            continue
+        if not meta.get("solution") and trusted is not None and cell.source in trusted:
+            continue
+        if not meta.get("solution") and trusted is None:
+            continue
+        found = tamper_flags(cell.source) + screen(cell.source)
+        if found:
+            label = meta.get("grade_id") or f"added cell {start + i}"
+            if not meta.get("solution") and meta.get("grade_id"):
+                label += " (changed)"
+            report[label] = found
     return report
 
 
@@ -279,7 +381,7 @@ def apply_verdicts(nb, verdicts, flags=None, missing=None):
     """Write the judge's verdicts into the graded code cells (see ExerciseSectionExecute)."""
     from nbformat.v4 import new_output
 
-    flagged = "; ".join(f"answer cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
+    flagged = "; ".join(f"cell {gid} uses {', '.join(found)}" for gid, found in (flags or {}).items())
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code" or not meta.get("grade"):

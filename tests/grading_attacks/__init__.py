@@ -20,9 +20,23 @@ The classes, as numbered in the issue:
    the C function, a clone of a ``utils`` function, a second copy of a module, a decoy ``F``);
 4. patching the judge (``torch.allclose`` and friends return "equal") with wrong answers;
 5. shadowing the checks' helpers (a notebook helper redefined to report success);
-6. reading the expected value from the calling frame.
+6. reading the expected value from the calling frame;
 
-Generic attacks (1, 2) work on any notebook; the others are per notebook, in ``nbNN.py`` here.
+and those a watch inside the student's own kernel cannot stop (``outside.py``; the issue "Autograde the way
+real autograders do"), each stopped by the sandbox (``utils/sandbox.py``) or the registry's removal
+(``utils/grading_registry.py``):
+
+7. a forged verdict (a detached helper process writing to the judge's pipe), and a helper process that
+   outlives the kernel and rewrites the records;
+8. the answers read from disk (the source notebook in the course directory or the repository);
+9. a forbidden call made in a worker thread;
+10. the grader's watch replaced by a blind one;
+11. a tensor subclass that calls the built-in only after the watch has closed;
+12. the same ATen op under another name (torch functions disabled, TorchScript);
+13. another implementation of the same function in ``utils`` or torch (the registry's alternatives).
+
+Generic attacks (1, 2) work on any notebook; the others are per notebook, in ``nbNN.py`` and
+``outside.py`` here.
 """
 
 from __future__ import annotations
@@ -132,9 +146,12 @@ def generic(first_answer: str, shortcut: str | None = None) -> list[Attack]:
 
 def attacks_for(number: str, first_answer: str, shortcut: str | None = None) -> list[Attack]:
     """The generic attacks and notebook ``number``'s own (module ``nbNN`` here, if written)."""
+    from grading_attacks import outside
+
     found = generic(first_answer, shortcut)
     try:
         module = importlib.import_module(f"grading_attacks.nb{number}")
+        found += list(module.ATTACKS)
     except ModuleNotFoundError:
-        return found
-    return found + list(module.ATTACKS)
+        pass
+    return found + getattr(outside, f"attacks_{number}", list)()

@@ -1,0 +1,316 @@
+"""The sandbox autograde runs a student's kernel in (utils/sandbox.py) and the registry of what each exercise
+removes (utils/grading_registry.py). The sandbox tests need Debian's bubblewrap and are skipped, saying
+why, where it cannot make a sandbox; the round trip (tests/test_nbgrader_roundtrip.py) autogrades in it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from utils.grading import forbidden_names
+from utils.grading_registry import REGISTRY, WATCH_ONLY, entries, forbid_targets, resolve
+from utils.sandbox import Sandbox, probe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sandboxed(code: str, timeout: float = 120, **env) -> subprocess.CompletedProcess:
+    with Sandbox(env={k: str(v) for k, v in env.items()}) as box:
+        out = subprocess.run(box.wrap([sys.executable, "-c", textwrap.dedent(code)]), capture_output=True, text=True,
+                             timeout=timeout)
+        out.records = sorted(p.name for p in box.records.iterdir())
+        return out
+
+
+needs_bwrap = pytest.mark.skipif(probe() is not None, reason=f"no sandbox here: {probe()}")
+
+
+@needs_bwrap
+def test_the_sandbox_sees_no_repository_no_other_process_no_network_and_writes_only_records():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        out = sandboxed(f"""
+            import os, socket, json
+            seen = {{"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+                    "repo": os.path.exists({str(ROOT / 'notebooks')!r}), "utils": __import__("utils").__file__}}
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=2)
+                seen["network"] = True
+            except OSError:
+                seen["network"] = False
+            for path in ("/course/utils/attention.py", "/etc/passwd", "/x"):
+                try:
+                    open(path, "a").close()
+                    seen[path] = "written"
+                except OSError:
+                    seen[path] = "refused"
+            open("/records/ok", "w").write("ok")
+            print(json.dumps(seen))
+        """)
+    finally:
+        server.close()
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["uid"] == 65534 and not seen["repo"] and not seen["network"]
+    assert seen["utils"] == "/course/utils/__init__.py"
+    assert max(seen["pids"]) < 10, seen["pids"]   # its own PID namespace: a few processes of its own
+    assert all(seen[p] == "refused" for p in ("/course/utils/attention.py", "/etc/passwd", "/x")), seen
+    assert out.records == ["ok"]
+
+
+@needs_bwrap
+def test_a_helper_process_does_not_outlive_the_sandbox():
+    """A detached helper (new session, double fork) that would write into the records after the kernel
+    exits is killed with the sandbox's PID namespace."""
+    start = time.time()
+    out = sandboxed("""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(2)
+                open("/records/late", "w").write("forged")
+            os._exit(0)
+        time.sleep(0.2)
+        print("kernel exits")
+    """)
+    assert out.returncode == 0 and "kernel exits" in out.stdout, out.stderr
+    assert time.time() - start < 2, "the sandbox waited for the helper instead of killing it"
+    time.sleep(3)
+    assert out.records == []
+
+
+@needs_bwrap
+def test_lockdown_leaves_no_thread_process_torchscript_or_registered_builtin():
+    out = sandboxed("""
+        import json, os, subprocess, sys, threading
+        import torch
+        import utils.sandbox, utils.scale
+        utils.sandbox.lockdown()
+        got = {}
+        def attempt(name, f):
+            try:
+                f()
+                got[name] = "ran"
+            except BaseException as e:
+                got[name] = type(e).__name__
+        attempt("thread", lambda: threading.Thread(target=print).start())
+        def fresh_thread():
+            del sys.modules["_thread"]
+            import _thread
+            _thread.start_new_thread(print, ("x",))
+        attempt("thread, _thread re-imported", fresh_thread)
+        attempt("subprocess", lambda: subprocess.run(["true"]))
+        attempt("torchscript", lambda: torch.jit.script(lambda x: x))
+        k = torch.randn(1, 2, 3, 4)
+        attempt("repeat_interleave", lambda: k.repeat_interleave(2, dim=1))
+        attempt("aten repeat_interleave", lambda: torch.ops.aten.repeat_interleave.self_int(k, 2, 1))
+        def disabled():
+            with torch._C.DisableTorchFunction():
+                torch.repeat_interleave(k, 2, dim=1)
+        attempt("repeat_interleave, torch functions disabled", disabled)
+        attempt("utils.scale.repeat_kv", lambda: utils.scale.repeat_kv(k, 2))
+        f = utils.scale.online_softmax_update
+        import types
+        attempt("clone", lambda: types.FunctionType(f.__code__, f.__globals__)(None, None, None, None, None))
+        attempt("honest", lambda: k[:, :, None].expand(1, 2, 2, 3, 4).reshape(1, 4, 3, 4))
+        print(json.dumps(got))
+    """, COURSE_GRADING_NOTEBOOK="10")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got.pop("honest") == "ran"
+    assert got.pop("subprocess") in ("BlockingIOError", "RuntimeError")
+    assert got.pop("thread, _thread re-imported") == "RuntimeError"   # "can't start new thread": the OS limit
+    assert got.pop("thread") == got.pop("torchscript") == "RuntimeError"
+    assert all(v == "ForbiddenCall" for v in got.values()), got
+
+
+def test_every_registry_entry_resolves_and_is_a_target_of_the_watch():
+    for notebook, exercises in REGISTRY.items():
+        for exercise in exercises:
+            for entry in entries(notebook, exercise):
+                resolve(entry)
+            names = forbidden_names(forbid_targets(notebook, exercise))
+            assert len(names) >= len(entries(notebook, exercise)), (notebook, exercise)
+        assert WATCH_ONLY.get(notebook, set()) <= {e for es in exercises.values() for e in es}
+
+
+def test_every_hidden_checks_own_forbid_list_is_in_the_registry():
+    """The notebooks' hidden checks name what they forbid; the registry must hold each (so that autograde
+    removes it), with every other implementation of the same function."""
+    import ast
+
+    import nbformat
+
+    from utils.grading import hidden_block
+
+    def name_of(node):
+        if isinstance(node, ast.Tuple):
+            return node.elts[1].value
+        if isinstance(node, ast.Attribute):
+            return node.value.attr if node.attr == "__wrapped__" else node.attr
+        return node.id
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        number = path.name[:2]
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id") or ""
+            block = hidden_block(cell.source) if cell.cell_type == "code" else None
+            if not block:
+                continue
+            listed = " ".join(entries(number, gid.split("_")[0]))
+            classes = [resolve(e) for e in entries(number, gid.split("_")[0]) if isinstance(resolve(e), type)]
+            listed += " " + " ".join(a for c in classes for a in vars(c))   # a class entry covers its methods
+            for call in ast.walk(ast.parse(block)):
+                if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "hidden_check":
+                    for kw in call.keywords:
+                        if kw.arg == "forbid":
+                            value = kw.value
+                            if isinstance(value, ast.Name):   # forbid=FORBID, assigned in the block
+                                value = next(n.value for n in ast.walk(ast.parse(block)) if isinstance(n, ast.Assign)
+                                             and getattr(n.targets[0], "id", "") == value.id)
+                            for element in value.elts:
+                                name = name_of(element)
+                                assert name in listed, f"{path.name} {gid}: {name} is forbidden there, not in the registry"
+
+
+def test_removal_outside_a_sandbox_too_each_notebook_keeps_its_honest_operations():
+    """remove() for every notebook in one fresh process: each removed Python entry raises ForbiddenCall,
+    and the operations the model answers use (matmul, softmax, masked_fill, log_softmax, topk) still run."""
+    code = textwrap.dedent("""
+        import json, torch
+        from utils.grading_registry import REGISTRY, WATCH_ONLY, remove, resolve
+        from utils.grading import ForbiddenCall
+        bad = []
+        for nb in REGISTRY:
+            remove(nb)
+        for nb, exercises in REGISTRY.items():
+            for entry in {e for es in exercises.values() for e in es} - WATCH_ONLY.get(nb, set()):
+                if entry.startswith("aten::"):
+                    continue
+                obj = resolve(entry)
+                fn = getattr(obj, "forward", obj) if isinstance(obj, type) else obj
+                try:
+                    fn()
+                    bad.append(entry)
+                except ForbiddenCall:
+                    pass
+                except TypeError:
+                    bad.append(entry + " (not replaced)")
+        x = torch.randn(2, 3, 4)
+        (x @ x.mT).softmax(-1).masked_fill(x[..., :3] > 0, 0).log_softmax(-1).topk(2)
+        for call in (lambda: torch.nn.functional.one_hot(torch.tensor([0, 1]), 2),
+                     lambda: torch.nn.functional.cross_entropy(torch.randn(3, 4), torch.tensor([0, 1, 2])),
+                     lambda: torch.nn.functional.cosine_similarity(x, x, dim=-1),
+                     lambda: torch.nn.functional.scaled_dot_product_attention(x, x, x)):
+            try:
+                call()
+                bad.append("an aten op still runs")
+            except ForbiddenCall:
+                pass
+        print(json.dumps(bad))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_releases_keep_their_contract():
+    """Grade ids (nbgrader refuses a submission whose ids moved) and the names the checks rely on (an
+    attribute the prompt renamed fails honest work made against the last release) are those of
+    classroom/release_contract.json. A release that must change them: list the change in INSTRUCTORS.md
+    ("Releases and their contract"), with a migration for submissions already made, then
+    `python -m utils.grading_registry contract`."""
+    from utils.grading_registry import CONTRACT_FILE, contracts
+
+    stored = json.loads((ROOT / CONTRACT_FILE).read_text())
+    now = contracts(sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    assert sorted(now) == sorted(stored), "notebooks added or renamed since the last release"
+    for name in now:
+        assert now[name]["cells"] == stored[name]["cells"], f"{name}: grade ids or points changed since the last release"
+        for exercise, names in stored[name]["names"].items():
+            gone = set(names) - set(now[name]["names"].get(exercise, []))
+            assert not gone, f"{name} {exercise}: the checks no longer find {sorted(gone)} (renamed in the prompt?)"
+
+
+def test_the_screen_flags_capabilities_and_no_cell_of_the_course():
+    import nbformat
+
+    from utils.grading import screen
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## exercises" in c.source.lower())
+        for cell in nb.cells[start:]:
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+                assert screen(cell.source) == [], (path.name, cell.metadata.get("nbgrader", {}).get("grade_id"))
+    samples = {
+        "f.__code__ = g.__code__": "dunder access",
+        "x = getattr(torch, 'repeat_' + 'interleave')": "computed getattr",
+        "import torch\ntorch.allclose = lambda *a: True": "assignment to a module",
+        "class T(torch.Tensor):\n    pass": "a subclass of torch.Tensor",
+        "import threading": "threads",
+        "data = open('/etc/passwd').read()": "open()",
+        "from utils import grading": "the grader",
+        "torch.ops.aten.one_hot(x, 3)": "PyTorch's internals",
+        "layer._sa_block(x, None, None)": "a private attribute",
+    }
+    for code, what in samples.items():
+        assert any(what in flag for flag in screen(code)), (code, screen(code))
+
+
+def test_hidden_inputs_are_drawn_from_the_key_and_the_published_seeds_without_one():
+    import torch
+
+    from utils.grading import keyed_seeds
+
+    def inputs():
+        g = torch.Generator().manual_seed(14)
+        torch.manual_seed(3)
+        return torch.randn(4, generator=g), torch.randn(2)
+
+    published = inputs()
+    a = keyed_seeds(inputs, "00" * 32, "ex1_check")()
+    b = keyed_seeds(inputs, "00" * 32, "ex1_check")()
+    c = keyed_seeds(inputs, "11" * 32, "ex1_check")()
+    d = keyed_seeds(inputs, "00" * 32, "ex1_check2")()
+    assert all(torch.equal(x, y) for x, y in zip(a, b))                      # the kernel and the judge agree
+    assert not any(torch.equal(x, y) for x, y in zip(a, published))         # the published seeds say nothing
+    assert not torch.equal(a[0], c[0]) and not torch.equal(a[0], d[0])      # another secret, another check
+    assert torch.Generator is torch._C.Generator and all(torch.equal(x, y) for x, y in zip(inputs(), published))
+
+
+def test_autograde_takes_exactly_one_verdict_line_and_only_with_its_nonce():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from nbgrader_course import JudgeProcess
+
+    from utils.grading import READY_LINE, VERDICTS_LINE
+
+    class Fake:
+        def __init__(self, out):
+            self.out, self.returncode = out, 0
+
+        def communicate(self, *args, **kwargs):
+            return self.out, ""
+
+    judge = JudgeProcess.__new__(JudgeProcess)
+    judge.log, judge.nonce = None, "abc123"
+    good = f"{READY_LINE}\n{VERDICTS_LINE}abc123 " + json.dumps({"ex1_check": None}) + "\n"
+    forged = f"{VERDICTS_LINE}" + json.dumps({"ex1_check": None}) + "\n"
+    for out, passed in ((good, True), (good + forged, False), (forged.join([READY_LINE + "\n", ""]), False),
+                        (good.replace("abc123", "abc124"), False)):
+        judge.proc = Fake(out)
+        verdicts = judge.decide("/nonexistent")
+        assert (verdicts == {"ex1_check": None}) == passed, (out, verdicts)
+        assert passed or "*" in verdicts
