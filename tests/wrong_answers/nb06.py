@@ -90,9 +90,64 @@ WRONG = [
           _look(store='self.pe = nn.Parameter(sinusoidal(max_len, d_model).float())')),
     Wrong("ex4", "the encoding multiplied in, not added", _look(add="x * self.pe[: x.shape[1]]")),
     Wrong("ex4", "the target k places ahead, not back", _look(target="x[:, k:]")),
+    # more, written from the prompts alone (issue 39)
+    Wrong("ex1", "the cosine with the exponent (2i+1)/d (as some course notes write it)",
+          _sin(odd="torch.cos(pos / 10000 ** ((two_i + 1) / d_model))")),
+    Wrong("ex1", "positions counted from 1", _SIN.format(two_i="torch.arange(0, d_model, 2, dtype=torch.float64)",
+          even="torch.sin(angles)", odd="torch.cos(angles)").replace("torch.arange(max_len, dtype=torch.float64)", "torch.arange(1, max_len + 1, dtype=torch.float64)")),
+    Wrong("ex1", "sines in the first half, cosines in the second (not interleaved)", '''def sinusoidal(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angles = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+'''),
+    Wrong("ex1", "the width hard-coded as 16", _sin(two_i="torch.arange(0, 16, 2, dtype=torch.float64)")),
+    Wrong("ex1", "the base 1000 instead of 10000", _SIN.format(two_i="torch.arange(0, d_model, 2, dtype=torch.float64)",
+          even="torch.sin(angles)", odd="torch.cos(angles)").replace("10000 **", "1000 **")),
+    Wrong("ex3", "the rotate-half convention (dimension i paired with i + d/2)", '''def rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    theta = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    a, b = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+'''),
+    Wrong("ex3", "the exponent i/d instead of 2i/d", _ROPE.format(pos="torch.arange(offset, offset + T, dtype=torch.float64)[:, None]",
+          first="x_even * cos - x_odd * sin", second="x_even * sin + x_odd * cos").replace(
+              "-torch.arange(0, d, 2, dtype=torch.float64) / d", "-torch.arange(0, d // 2, dtype=torch.float64) / d")),
+    Wrong("ex3", "float32 returned for float64 input", _rope().replace("return out", "return out.float()")),
+    Wrong("ex3", "x rotated in place (its views written to)", '''def rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    theta = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    x_even, x_odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+    x[..., 0::2] = x_even * cos - x_odd * sin
+    x[..., 1::2] = x_even * sin + x_odd * cos
+    return x
+'''),
+    Wrong("ex3", "T read from x.shape[1] (right only for 3-d inputs)", _rope().replace("T, d = x.shape[-2], x.shape[-1]", "T, d = x.shape[1], x.shape[-1]")),
+    Wrong("ex3", "the base argument ignored (always 10000)", _rope().replace("omega = base **", "omega = 10000.0 **")),
+    Wrong("ex4", "the table sliced by the batch size, not the length", _look(add="x + self.pe[: x.shape[0]]")),
+    Wrong("ex4", "the table kept as a plain attribute, not a buffer",
+          _look(store='self.pe = sinusoidal(max_len, d_model).float()')),
+    Wrong("ex4", "the table kept in float64 (the model's float32 activations become float64)",
+          _look(store='self.register_buffer("pe", sinusoidal(max_len, d_model))')),
+    Wrong("ex4", "a table of max_len rows whatever the length: T = max_len assumed", _look(add="x + self.pe")),
 ]
 
 RIGHT = [
+    Right("ex1", "float32 throughout (angles in float32)", '''def sinusoidal(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe
+'''),
+    Right("ex3", "angles in PyTorch's default float32 (review 06-1)", '''def rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    theta = torch.arange(offset, offset + T)[:, None] * base ** (-torch.arange(0, d, 2) / d)
+    cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+'''),
     Right("ex1", "frequencies by exp and log, sine and cosine interleaved by stacking", '''def sinusoidal(max_len, d_model):
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]
     freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
