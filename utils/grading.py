@@ -44,6 +44,11 @@ that is not the course's own (answer cells, changed or added cells) runs under a
 (:func:`cell_watch_start`), so a forbidden call made to precompute results is seen. What this cannot see: code that
 switches the detector off and on again around a forbidden call, or that rewrites the record; see
 INSTRUCTORS.md, "What the grader guarantees".
+
+Under autograde the student's kernel runs in a sandbox (``utils/sandbox.py``) where threads, processes and
+TorchScript are unavailable and every implementation of what an exercise forbids is removed
+(``utils/grading_registry.py``) before any student code runs; the hidden inputs' seeds are drawn from the
+course's secret (:func:`keyed_seeds`), and each check's watch also looks for the registry's entries.
 """
 
 from __future__ import annotations
