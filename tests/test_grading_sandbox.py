@@ -292,8 +292,8 @@ def test_hidden_inputs_are_drawn_from_the_key_and_the_published_seeds_without_on
 
 
 def test_autograde_takes_exactly_one_verdict_line_and_only_with_its_nonce():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from nbgrader_course import JudgeProcess
+    sys.path.insert(0, str(ROOT))
+    from scripts.editions.nbgrader_course import JudgeProcess
 
     from utils.grading import READY_LINE, VERDICTS_LINE
 

@@ -499,7 +499,7 @@ def _derive_seed(key: str, grade_id: str, seed: int) -> int:
 def keyed_seeds(inputs: Callable[[], Any], key: str, grade_id: str) -> Callable[[], Any]:
     """``inputs`` with every seed it sets (``torch.manual_seed(s)``, ``torch.Generator().manual_seed(s)``)
     replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is
-    derived from the course directory's secret (``scripts/nbgrader_course.py``: ``grading_key``), so
+    derived from the course directory's secret (``scripts/editions/nbgrader_course.py``: ``grading_key``), so
     the published seeds say nothing about the inputs a submission is graded on; the judge draws the same
     ones and computes its references on them. Without a key (a learner's notebook) the seeds are the
     published ones."""

@@ -1,7 +1,7 @@
 """The sandbox autograde runs a student's kernel in (Debian's ``bubblewrap``), and what the kernel does
 first inside it (:func:`lockdown`). See INSTRUCTORS.md, "What the sandbox guarantees".
 
-Outside (``scripts/nbgrader_course.py``'s ``ExerciseSectionExecute``): a :class:`Sandbox` is a fresh folder
+Outside (``scripts/editions/nbgrader_course.py``'s ``ExerciseSectionExecute``): a :class:`Sandbox` is a fresh folder
 outside the course directory with a copy of ``utils/`` (read-only inside, at ``/course/utils``), an empty
 ``records`` folder (the only place the kernel can write that outlives it, ``/records`` inside) and the
 kernel's sockets (ZeroMQ over Unix sockets: the kernel has no network at all). Its
