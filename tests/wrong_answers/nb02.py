@@ -1,4 +1,5 @@
-"""Notebook 02: wrong answers students write (the student report on 02 and the lesson's pitfalls)."""
+"""Notebook 02: wrong answers students write (the student report on 02, the lesson's pitfalls, and mistakes written
+from the prompts alone for issue 39)."""
 
 from wrong_answers import Right, Wrong
 
@@ -79,6 +80,43 @@ def masked_encode(x, mask, gru):
                 "enforce_sorted=False))[1][0]")),
     Wrong("ex4", "the decoder reads the next target token (looks ahead)", _seq(t="min(t + 1, tgt_in.shape[1] - 1)")),
     Wrong("ex4", "the context after the padding", _seq(context="self.encoder(self.emb(src))[1][0]")),
+    # issue 39: written from the prompts alone
+    Wrong("ex1", "the set-up cell's lengths instead of the mask", "def last_real_state(states, mask):\n"
+          "    return states[torch.arange(states.shape[0]), lengths - 1]\n"),
+    Wrong("ex1", "the set-up cell's batch size", "def last_real_state(states, mask):\n"
+          "    return states[torch.arange(B), mask.sum(1) - 1]\n"),
+    Wrong("ex1", "the longest sentence's last position for every row", "def last_real_state(states, mask):\n"
+          "    return states[:, mask.sum(1).max() - 1]\n"),
+    Wrong("ex1", "gather, then squeeze(): a batch of one loses its batch axis", "def last_real_state(states, mask):\n"
+          "    last = (mask.sum(1) - 1)[:, None, None].expand(-1, 1, states.shape[-1])\n"
+          "    return states.gather(1, last).squeeze()\n"),
+    Wrong("ex1", "the mask read the other way round (True = pad)", "def last_real_state(states, mask):\n"
+          "    return states[torch.arange(states.shape[0]), (~mask).sum(1) - 1]\n"),
+    Wrong("ex1", "the states as float32 whatever they came in", "def last_real_state(states, mask):\n"
+          "    return states[torch.arange(states.shape[0]), mask.sum(1) - 1].float()\n"),
+    Wrong("ex3", "masked_encode starts from the set-up cell's size D", _step().replace(
+        "h = x.new_zeros(x.shape[0], gru.hidden_size)", "h = x.new_zeros(x.shape[0], D)")),
+    Wrong("ex3", "the state reset to zero at the pads", _step(update="torch.where(mask[:, t, None], gru_step(x[:, t], h, gru), torch.zeros_like(h))")),
+    Wrong("ex3", "the last time step never read", _step().replace("for t in range(x.shape[1]):", "for t in range(x.shape[1] - 1):")),
+    Wrong("ex3", "tanh for the gates instead of a sigmoid", _step().replace(
+        "r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)", "r, z = torch.tanh(i_r + h_r), torch.tanh(i_z + h_z)")),
+    Wrong("ex3", "the hidden-side bias left out", _step().replace("gh = h @ gru.weight_hh_l0.T + gru.bias_hh_l0", "gh = h @ gru.weight_hh_l0.T")),
+    Wrong("ex3", "the state detached at every step (no gradient through time)", _step(
+        update="torch.where(mask[:, t, None], gru_step(x[:, t], h.detach(), gru), h.detach())")),
+    Wrong("ex3", "the weights read through .data (no gradient reaches them)", _step().replace(
+        "gi = x_t @ gru.weight_ih_l0.T + gru.bias_ih_l0", "gi = x_t @ gru.weight_ih_l0.data.T + gru.bias_ih_l0.data")),
+    Wrong("ex4", "the state not carried: every step starts again from c", _SEQ.format(
+        context="masked_encode(self.emb(src), src_mask, self.encoder)", start="c", t="t").replace(
+        "s = self.decoder(torch.cat([self.emb(tgt_in[:, t]), c], -1), s)", "s = self.decoder(torch.cat([self.emb(tgt_in[:, t]), c], -1), c)")),
+    Wrong("ex4", "the output layer reads [c, s_t], the two halves swapped", _seq().replace(
+        "logits.append(self.out(torch.cat([s, c], -1)))", "logits.append(self.out(torch.cat([c, s], -1)))")),
+    Wrong("ex4", "the decoder reads [c, emb(y)], the two halves swapped", _seq().replace(
+        "torch.cat([self.emb(tgt_in[:, t]), c], -1)", "torch.cat([c, self.emb(tgt_in[:, t])], -1)")),
+    Wrong("ex4", "the previous target read at t - 1 (tgt_in shifted once more)", _seq(t="t - 1")),
+    Wrong("ex4", "log-probabilities returned instead of logits", _seq().replace(
+        "return torch.stack(logits, 1)", "return torch.stack(logits, 1).log_softmax(-1)")),
+    Wrong("ex4", "the context zeroed where the decoder reads it, kept only as s_0", _seq().replace(
+        "torch.cat([self.emb(tgt_in[:, t]), c], -1)", "torch.cat([self.emb(tgt_in[:, t]), torch.zeros_like(c)], -1)")),
 ]
 
 RIGHT = [
