@@ -26,7 +26,7 @@ import utils
 from utils import checks
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPLORERS = ("explorers",)  # the lead moves utils/explorers*.py into a package; checked after that move
+EXPLORERS = ("explorers",)  # the figures behind the widgets (utils/explorers/): plain arguments, no tensors at a door
 
 # the rules themselves: they take any tensor and say what is wrong with it
 RULES = {"checks", "attention.check_mask", "attention.refuse_inverted", "text.check_ids", "text.int_ids"}
@@ -44,7 +44,7 @@ NOT_YET = {
     "plotting.plot_attention_grid": "weights: a tensor or an array",
     "plotting.plot_loss": "history: a History or a list",
     "scale.online_softmax_update": "a step of notebook 10's online softmax, shapes in its docstring",
-    "scale.apply_rotary": "its (T, d/2) message is tested", "scale.matched_swiglu_hidden": "cfg: a GPTConfig (the gpt <-> scale circle)",
+    "scale.apply_rotary": "its (T, d/2) message is tested",
     "checks": "",
 }
 

@@ -20,9 +20,9 @@ def close_figures():
 
 
 def test_rope_explorer_curves_coincide_for_every_setting():
-    w = explorer(ex.plot_rope_scores, d_head=(4, 64, 4), base_exponent=(1.0, 5.0), start=(0, 1000, 50), seed=(0, 5))
+    w = explorer(ex.plot_rope_scores, d_k=(4, 64, 4), base_exponent=(1.0, 5.0), start=(0, 1000, 50), seed=(0, 5))
     controls = {c.description: c for c in w.children[:-1]}
-    for name, value in [("d_head", 32), ("base_exponent", 2.0), ("start", 950), ("seed", 3)]:
+    for name, value in [("d_k", 32), ("base_exponent", 2.0), ("start", 950), ("seed", 3)]:
         controls[name].value = value
         fig = w.result
         assert isinstance(fig, plt.Figure)

@@ -42,6 +42,8 @@ from typing import Any
 
 import torch
 
+from utils.checks import Tensor, contract
+
 __all__ = ["Case", "vary", "grid", "check", "compare", "outputs", "judge", "randn", "layout", "some_true",
            "LAYOUTS"]
 
@@ -122,7 +124,8 @@ def randn(g: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dtyp
 LAYOUTS = ("contiguous", "non-contiguous", "transposed in memory")
 
 
-def layout(t: torch.Tensor, kind: str) -> torch.Tensor:
+@contract
+def layout(t: Tensor["..."], kind: str) -> Tensor["..."]:
     """The same values in another memory layout: ``"contiguous"`` (a fresh copy), ``"non-contiguous"``
     (every other element of a larger buffer: strides doubled) or ``"transposed in memory"`` (stored with
     its last two axes swapped, as the output of a ``transpose`` is; 1-d tensors: non-contiguous)."""

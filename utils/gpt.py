@@ -341,7 +341,7 @@ def gpt_parameter_count(cfg: GPTConfig) -> int:
     return cfg.vocab_size * d + pos + cfg.n_layer * (2 * norm + attn + mlp) + norm
 
 
-def matched_swiglu_hidden(cfg, target_params: int) -> int:
+def matched_swiglu_hidden(cfg: GPTConfig, target_params: int) -> int:
     """The SwiGLU width h that brings a :class:`GPT` with config ``cfg`` (``mlp="swiglu"``) closest
     to ``target_params`` parameters (ties: the smaller h). The count is linear in h (each unit adds
     3·d weights per block, and 2 biases with ``bias=True``), so h is that line solved for the target and

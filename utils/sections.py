@@ -8,13 +8,16 @@ Each function takes a notebook's ``cells`` (nbformat nodes or plain dicts)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 __all__ = ["EXERCISES_HEADING", "APPENDIX_HEADING", "exercises_start", "appendix_start", "exercise_cells"]
 
 EXERCISES_HEADING = "## Exercises"
 APPENDIX_HEADING = "## Appendix: the measurements behind the claims"
 
 
-def _heading_cell(cells, heading: str) -> int | None:
+def _heading_cell(cells: Sequence[Any], heading: str) -> int | None:
     heading = heading.lower()
     for i, cell in enumerate(cells):
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
@@ -23,18 +26,18 @@ def _heading_cell(cells, heading: str) -> int | None:
     return None
 
 
-def exercises_start(cells) -> int | None:
+def exercises_start(cells: Sequence[Any]) -> int | None:
     """Index of the cell that opens the ``## Exercises`` section (None if there is none)."""
     return _heading_cell(cells, EXERCISES_HEADING)
 
 
-def appendix_start(cells) -> int | None:
+def appendix_start(cells: Sequence[Any]) -> int | None:
     """Index of the cell that opens the appendix (None if there is none). The Exercises section
     ends there: autograde never runs the appendix."""
     return _heading_cell(cells, APPENDIX_HEADING)
 
 
-def exercise_cells(cells) -> list:
+def exercise_cells(cells: Sequence[Any]) -> list:
     """The cells autograde runs: from the ``## Exercises`` heading (the first cell when there is none)
     up to the appendix (the end when there is none)."""
     start = exercises_start(cells) or 0

@@ -18,13 +18,13 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, m: int, offsets: torch.Tensor,
     return (apply_rotary(k.expand(len(offsets), d), kc, ks) @ apply_rotary(q[None], qc, qs)[0])
 
 
-def plot_rope_scores(d_head: int = 16, base_exponent: float = 4.0, start: int = 200, seed: int = 0,
+def plot_rope_scores(d_k: int = 16, base_exponent: float = 4.0, start: int = 200, seed: int = 0,
                      max_offset: int = 100) -> plt.Figure:
     """Score of one query and one key, rotated to positions m and m - offset, against the offset, for the
     query at position 0 + max_offset (grey) and at ``start`` + max_offset (orange): the curves coincide,
     because RoPE scores depend on the offset only. ``base_exponent`` sets the base 10^x of the frequencies."""
     g = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(d_head, generator=g), torch.randn(d_head, generator=g)
+    q, k = torch.randn(d_k, generator=g), torch.randn(d_k, generator=g)
     offsets = torch.arange(0, max_offset + 1)
     base = 10.0 ** base_exponent
     fig, ax = plt.subplots(figsize=(9, 3.4))
@@ -34,7 +34,7 @@ def plot_rope_scores(d_head: int = 16, base_exponent: float = 4.0, start: int = 
     ax.axhline(float(q @ k), color="k", lw=0.8, ls=":", label="unrotated q · k")
     ax.set_xlabel("offset m − n (how far back the key is)")
     ax.set_ylabel("score q_m · k_n")
-    ax.set_title(f"RoPE, d_head = {d_head}, base = 10^{base_exponent:g}", fontsize=10)
+    ax.set_title(f"RoPE, d_k = {d_k}, base = 10^{base_exponent:g}", fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
