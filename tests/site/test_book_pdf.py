@@ -177,5 +177,12 @@ def test_links_between_chapters_lead_inside_the_pdf_and_none_to_a_local_server(p
     assert local == [], f"{len(local)} links to the local server that printed the PDF, e.g. {local[:3]}"
     assert dangling == [], dangling[:5]
     assert across >= 20, f"{across} links from one chapter to another inside the PDF"
-    assert not any("launch button above" in t for t in texts)
+    assert "launch button above" not in _squash(" ".join(texts))   # an explorer's note once said so
     print(f"\n{internal} internal links ({across} from one page of the site to another), none to 127.0.0.1")
+
+
+def test_no_speaker_notes_in_the_readers_pdf(pdf):
+    """The PDF, like the site, is the self-paced reader's edition: the notes are in the notebooks and the decks
+    (before: 123 folded "Speaker notes (for a lecturer ...)" lines, which a PDF cannot open)."""
+    texts, _ = pdf
+    assert _squash(" ".join(texts)).count("Speaker notes (for a lecturer") == 0
