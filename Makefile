@@ -254,6 +254,8 @@ test-site: site
 	$(SITE_BIN)/python -m pytest -m site -s -p no:cacheprovider tests/site $(PYTEST_ARGS); rc=$$?; \
 	echo "site test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
+# The whole course as one PDF (contents page, bookmarks, links inside the book): build/course.pdf, and a copy in
+# build/site/course.pdf, which the site's landing page links (tests/site/test_book_pdf.py, under test-site, prints it too).
 book-pdf: site
 	$(SITE_BIN)/python scripts/editions/book_pdf.py
 

@@ -1,14 +1,25 @@
 """Print the whole course to one PDF from the built website (`make book-pdf`, after `make site`).
 
-    python scripts/editions/book_pdf.py                 # build/course.pdf
+    python scripts/editions/book_pdf.py                 # build/course.pdf, and build/site/course.pdf (the site links it)
     python scripts/editions/book_pdf.py --out my.pdf
 
 The site (build/site/) is served from 127.0.0.1 and the system's Chromium (Playwright; $COURSE_CHROMIUM,
 /usr/bin/chromium or `chromium` on PATH), with every outside request refused, opens one page holding
-the landing page, the ten chapters in order and the guides (each page's article, its maths typeset
-by the site's MathJax, its figures loaded), and prints it with `page.pdf` (A4, page numbers in the
-footer). Speaker notes and open questions' model answers stay folded, code model answers stay behind
-their toggle, as on the site. Prints the page count and the size.
+a contents page, the landing page, the ten chapters (and their appendix pages) in order, the closing page
+and the guides (each page's article, its maths typeset by the site's MathJax, its figures loaded), and
+prints it with `page.pdf` (A4, page numbers in the footer). The book can be navigated:
+
+* an outline (bookmarks) made by Chromium from the headings, one top-level entry per page of the site;
+* a contents page listing every page of the site under its part, each with the PDF page it starts on
+  (the book is printed twice: the first print says where each page begins, read back from its named
+  destinations, and the second fills the numbers in; the layout does not change between the two);
+* links between the pages of the site are links inside the PDF (each page's ids are prefixed with the
+  page's own, ``p3-``, so two chapters' "Exercises" stay apart); a link to anything else the local server
+  served (a download, the search page) loses its target, so nothing in the PDF points at the temporary
+  server that printed it.
+
+Code model answers stay behind their toggle and open questions' model answers stay folded, as on the site;
+speaker notes are not on the site. Prints the page count, the bookmarks, the internal links and the size.
 """
 
 from __future__ import annotations
@@ -28,27 +39,84 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 OUT = ROOT / "build" / "course.pdf"
+SITE_COPY = SITE / "course.pdf"   # the landing page links it (site/index.md)
+PLACEHOLDER = "000"               # a page number before the first print has said where the page begins
 
-# Gathers every page's article into the first page, rewriting relative URLs so images still load.
+# Gathers every page's article into the first page, its ids prefixed with the page's ("p3-"), links between
+# pages turned into links inside the book, other links to the local server dropped, a contents page first.
 COMBINE_JS = r"""
-async (paths) => {
+async ({entries, placeholder}) => {
   const main = document.querySelector('#main-content article, article.bd-article, article');
   main.innerHTML = '';
-  for (const path of paths) {
-    const res = await fetch(path);
+  const index = new Map(entries.map((e, i) => [new URL(e.path, location.href).pathname, i]));
+  const sections = [];
+  for (const [i, entry] of entries.entries()) {
+    const res = await fetch(entry.path);
     const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
-    const base = new URL(path, location.href);
+    const base = new URL(entry.path, location.href);
     const art = doc.querySelector('article.bd-article, article');
     art.querySelectorAll('[src]').forEach(e => e.setAttribute('src', new URL(e.getAttribute('src'), base).href));
-    art.querySelectorAll('a[href]').forEach(e => e.setAttribute('href', new URL(e.getAttribute('href'), base).href));
+    art.querySelectorAll('[id]').forEach(e => { e.id = `p${i}-${e.id}`; });
+    art.querySelectorAll('a[href]').forEach(a => {
+      const url = new URL(a.getAttribute('href'), base);
+      if (url.origin !== location.origin) return;                       // the repository, Colab, a paper
+      const j = index.get(url.pathname);
+      if (j === undefined) { a.removeAttribute('href'); a.classList.add('course-pdf-unlinked'); return; }
+      const frag = decodeURIComponent(url.hash.slice(1));
+      a.setAttribute('href', frag ? `#p${j}-${frag}` : `#p${j}`);
+    });
     const section = document.createElement('section');
     section.className = 'course-pdf-chapter';
+    section.id = `p${i}`;
     section.innerHTML = art.innerHTML;
-    main.appendChild(section);
+    const h1 = section.querySelector('h1');
+    entry.title = (h1 ? h1.textContent : entry.path).replace(/[#¶]\s*$/, '').trim();
+    sections.push(section);
   }
+  // the contents page: every page under its part, with the PDF page it begins on
+  const contents = document.createElement('section');
+  contents.className = 'course-pdf-chapter course-pdf-contents';
+  contents.id = 'pdf-contents';
+  contents.innerHTML = '<h1>Contents</h1>';
+  let caption = null, list = null;
+  for (const [i, entry] of entries.entries()) {
+    if (entry.caption !== caption || !list) {
+      caption = entry.caption;
+      if (caption) { const p = document.createElement('p'); p.className = 'course-pdf-part'; p.textContent = caption; contents.appendChild(p); }
+      list = document.createElement('ul'); contents.appendChild(list);
+    }
+    const li = document.createElement('li');
+    li.className = `course-pdf-level${entry.level}`;
+    li.innerHTML = `<a href="#p${i}"></a><span class="course-pdf-dots"></span><span class="course-pdf-page" data-page="p${i}">${placeholder}</span>`;
+    li.querySelector('a').textContent = entry.title;
+    list.appendChild(li);
+  }
+  main.appendChild(contents);
+  sections.forEach(s => main.appendChild(s));
+  // the pages' own ids only: a link to an id the page does not have leads to the page's start
+  main.querySelectorAll('a[href^="#p"]').forEach(a => {
+    const id = a.getAttribute('href').slice(1);
+    if (!document.getElementById(id)) a.setAttribute('href', '#' + id.split('-')[0]);
+  });
   await Promise.all([...main.querySelectorAll('img')].map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
   if (window.MathJax && MathJax.typesetPromise) await MathJax.typesetPromise([main]);
-  return main.querySelectorAll('section.course-pdf-chapter').length;
+  // what the outline (bookmarks) lists: each page's title, and its sections (h2) under it
+  const outline = sections.map((s, i) => ({id: `p${i}`, title: entries[i].title,
+      sections: [...s.querySelectorAll('section[id] > h2')].map(h => ({id: h.parentElement.id,
+          title: h.textContent.replace(/[#¶]\s*$/, '').replace(/\s+/g, ' ').trim()}))}));
+  return {pages: sections.length, outline};
+}
+"""
+# The contents page's numbers: left out of the first print (the space they take is kept), and the only thing
+# shown by the second, a print of the contents page alone, laid over the first (the layout is the same).
+HIDE_NUMBERS_JS = r"""
+() => { document.body.classList.add('course-pdf-first-print'); }
+"""
+FILL_PAGES_JS = r"""
+(numbers) => {
+  document.querySelectorAll('.course-pdf-page').forEach(s => { s.textContent = numbers[s.dataset.page]; });
+  document.body.classList.remove('course-pdf-first-print');
+  document.body.classList.add('course-pdf-numbers-only');
 }
 """
 PRINT_CSS = """
@@ -63,14 +131,45 @@ section.course-pdf-chapter { break-before: page; }
 section.course-pdf-chapter:first-child { break-before: auto; }
 .cell_output img { max-width: 100% !important; break-inside: avoid; }
 pre { white-space: pre-wrap !important; word-break: break-word; overflow: visible !important; }
+a.course-pdf-unlinked { color: inherit; text-decoration: none; }
+.course-pdf-contents { font-size: 0.9em; }
+.course-pdf-contents h1 { margin: 0 0 0.6em; }
+.course-pdf-contents ul { list-style: none; padding-left: 0; margin: 0 0 0.3em; }
+.course-pdf-contents li { display: flex; align-items: baseline; margin: 0.05em 0; white-space: nowrap; }
+.course-pdf-contents li.course-pdf-level2 { padding-left: 1.5em; font-size: 0.95em; }
+.course-pdf-contents li a { overflow: hidden; text-overflow: ellipsis; }
+.course-pdf-contents .course-pdf-dots { flex: 1; border-bottom: 1px dotted currentColor; margin: 0 0.4em; min-width: 1em; }
+.course-pdf-contents .course-pdf-page { min-width: 2.5em; text-align: right; font-variant-numeric: tabular-nums; }
+.course-pdf-contents .course-pdf-part { font-weight: 700; margin: 0.6em 0 0.1em; }
+body.course-pdf-first-print .course-pdf-page { visibility: hidden; }
+body.course-pdf-numbers-only * { visibility: hidden; }
+body.course-pdf-numbers-only .course-pdf-page { visibility: visible; }
 """
 
 
+def _toc() -> dict:
+    """The table of contents the site was built from (build/site-src/_toc.yml, which lists the appendix
+    pages), else site/_toc.yml."""
+    built = ROOT / "build" / "site-src" / "_toc.yml"
+    return yaml.safe_load((built if built.is_file() else ROOT / "site" / "_toc.yml").read_text())
+
+
+def toc_entries() -> list[dict]:
+    """The site's pages in the table of contents' order: {path, caption (the part's), level (1 a chapter,
+    2 a page under it, such as an appendix)}."""
+    toc = _toc()
+    entries = [{"path": f"{toc['root']}.html", "caption": None, "level": 1}]
+    for part in toc["parts"]:
+        for ch in part["chapters"]:
+            entries.append({"path": f"{ch['file']}.html", "caption": part.get("caption"), "level": 1})
+            entries += [{"path": f"{sec['file']}.html", "caption": part.get("caption"), "level": 2}
+                        for sec in ch.get("sections", [])]
+    return entries
+
+
 def chapter_paths() -> list[str]:
-    """The site's pages in the table of contents' order (site/_toc.yml)."""
-    toc = yaml.safe_load((ROOT / "site" / "_toc.yml").read_text())
-    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
-    return [f"{f}.html" for f in files]
+    """The site's pages in the table of contents' order (the built toc: appendix pages after their chapter)."""
+    return [e["path"] for e in toc_entries()]
 
 
 def chromium_path() -> str | None:
@@ -89,6 +188,82 @@ def pdf_pages(data: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page(?!s)", data))
 
 
+def start_pages(path: Path) -> dict[str, int]:
+    """{"p3": 41, ...}: the PDF page (1-based) each page of the site begins on, from the PDF's named
+    destinations (Chromium writes one for each id a link inside the document points at)."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    found = {}
+    for name, dest in reader.named_destinations.items():
+        name = str(name).lstrip("/")
+        if re.fullmatch(r"p\d+", name):
+            found[name] = reader.get_destination_page_number(dest) + 1
+    return found
+
+
+def finish(out: Path, numbers_pdf: Path, outline: list[dict], contents_pages: int) -> None:
+    """The book as printed first, with the contents page's numbers (``numbers_pdf``, the second print) laid
+    over its contents pages, and the outline: each page of the site, its sections under it."""
+    from pypdf import PdfReader, PdfWriter
+
+    reader = PdfReader(out)
+    writer = PdfWriter(clone_from=reader)
+    numbers = PdfReader(numbers_pdf)
+    for k in range(contents_pages):
+        writer.pages[k].merge_page(numbers.pages[k], over=True)
+    dests = {str(name).lstrip("/"): dest for name, dest in reader.named_destinations.items()}
+
+    def page_of(name):
+        return reader.get_destination_page_number(dests[name]) if name in dests else None
+
+    writer.add_outline_item(title="Contents", page_number=0)
+    for entry in outline:
+        start = page_of(entry["id"])
+        if start is None:
+            continue
+        parent = writer.add_outline_item(title=entry["title"], page_number=start)
+        for section in entry["sections"]:
+            at = page_of(section["id"])
+            if at is not None:
+                writer.add_outline_item(title=section["title"], page_number=at, parent=parent)
+    writer.page_mode = "/UseOutlines"
+    tmp = out.with_suffix(".tmp.pdf")
+    with open(tmp, "wb") as f:
+        writer.write(f)
+    tmp.replace(out)
+
+
+def navigation(path: Path) -> dict:
+    """What a reader can navigate by: bookmarks (all levels, and top-level), internal links, links to
+    127.0.0.1 or localhost."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+
+    def count(items):
+        return sum(count(i) if isinstance(i, list) else 1 for i in items)
+
+    internal = local = 0
+    for page in reader.pages:
+        for annot in page.get("/Annots") or []:
+            annot = annot.get_object()
+            action = annot.get("/A")
+            action = action.get_object() if action is not None else {}
+            uri = str(action.get("/URI", ""))
+            if "/Dest" in annot or action.get("/S") == "/GoTo":
+                internal += 1
+            elif re.match(r"https?://(127\.0\.0\.1|localhost)", uri):
+                local += 1
+    outline = reader.outline
+    return {"bookmarks": count(outline), "top-level bookmarks": sum(not isinstance(i, list) for i in outline),
+            "internal links": internal, "local links": local, "pages": len(reader.pages)}
+
+
+FOOTER = ('<div style="font-size:8px;width:100%;text-align:center">Attention, from RNNs to Transformers · '
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+
+
 def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     args = argv if argv is not None else sys.argv[1:]
@@ -105,8 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_port}/"
-    paths = chapter_paths()
-    refused = []
+    entries = toc_entries()
+    paths = [e["path"] for e in entries]
+    refused, numbers = [], {}
+    numbers_pdf = out.with_suffix(".numbers.pdf")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"], headless=True)
@@ -123,24 +300,43 @@ def main(argv: list[str] | None = None) -> int:
             page.route("**/*", route)
             page.goto(base + paths[0], wait_until="load")
             page.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
-            n = page.evaluate(COMBINE_JS, ["/" + p for p in paths])
+            combined = page.evaluate(COMBINE_JS, {"entries": [dict(e, path="/" + e["path"]) for e in entries],
+                                                  "placeholder": PLACEHOLDER})
+            n = combined["pages"]
+            page.evaluate(HIDE_NUMBERS_JS)
             page.add_style_tag(content=PRINT_CSS)
             page.emulate_media(media="print")
             out.parent.mkdir(parents=True, exist_ok=True)
-            page.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
-                     header_template="<span></span>",
-                     footer_template='<div style="font-size:8px;width:100%;text-align:center">'
-                                     'Attention, from RNNs to Transformers · <span class="pageNumber"></span> / '
-                                     '<span class="totalPages"></span></div>',
-                     margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
+
+            def print_pdf(path, overlay=False, **kw):
+                # the overlay: no background and no footer, so that only the numbers are laid over the page
+                page.pdf(path=str(path), format="A4", print_background=not overlay, display_header_footer=not overlay,
+                         header_template="<span></span>", footer_template=FOOTER,
+                         margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"}, **kw)
+
+            print_pdf(out)   # the first print says where each page begins ...
+            numbers = start_pages(out)
+            contents_pages = max(1, numbers.get("p0", 2) - 1)
+            page.evaluate(FILL_PAGES_JS, {f"p{i}": str(numbers.get(f"p{i}", "?")) for i in range(n)})
+            print_pdf(numbers_pdf, overlay=True, page_ranges=f"1-{contents_pages}")   # ... the second, the numbers alone
             browser.close()
+        finish(out, numbers_pdf, combined["outline"], contents_pages)
     finally:
         httpd.shutdown()
+        numbers_pdf.unlink(missing_ok=True)
     data = out.read_bytes()
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {n} of {len(paths)} pages of the site "
-          f"(landing page, 10 chapters, guides), {pdf_pages(data)} PDF pages, {len(data) / 1e6:.1f} MB, "
-          f"in {time.perf_counter() - start:.0f} s" + (f"; {len(refused)} outside requests refused" if refused else ""))
-    return 0 if n == len(paths) else 1
+    nav = navigation(out)
+    moved = {k: v for k, v in start_pages(out).items() if numbers.get(k) != v}
+    if out.resolve() != SITE_COPY.resolve():
+        shutil.copyfile(out, SITE_COPY)
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: a contents page and {n} of "
+          f"{len(paths)} pages of the site, {nav['pages']} PDF pages, {nav['bookmarks']} bookmarks "
+          f"({nav['top-level bookmarks']} top-level), {nav['internal links']} internal links, {nav['local links']} "
+          f"links to a local server, {len(data) / 1e6:.1f} MB, in {time.perf_counter() - start:.0f} s; copied to "
+          f"{SITE_COPY.relative_to(ROOT)}" + (f"; {len(refused)} outside requests refused" if refused else ""))
+    if moved:
+        print(f"the contents page's numbers moved between the two prints: {moved}")
+    return 0 if n == len(paths) and len(numbers) == n and not moved else 1
 
 
 if __name__ == "__main__":

@@ -13,12 +13,15 @@ from ``site/``), so each page's "open in Colab", "download" and "view source" bu
 same path in the repository. The committed notebooks are never changed; their copies are made
 ready for a reader:
 
-* speaker notes (``notes`` cells) stay in their closed ``<details class="speaker-notes">`` block;
+* speaker notes (``notes`` cells) are left out: the site (and the PDF printed from it) is the self-paced
+  reader's edition; the notes stay in the notebooks and the decks, and the landing page links the lecturer's
+  material (LECTURES.md);
 * a code model answer (nbgrader ``solution``) is folded behind a "Show the model answer" toggle
   (MyST-NB's ``hide-cell`` tag, added to the copy), its ``### BEGIN/END SOLUTION`` lines dropped;
   an open question's answer stays in its closed ``<details>`` block, its summary saying "Model answer";
 * hidden tests (``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``) and mark schemes
-  (``### BEGIN MARK SCHEME`` ... ``### END MARK SCHEME``) are removed, and so are ``# NBVAL_`` lines;
+  (``### BEGIN MARK SCHEME`` ... ``### END MARK SCHEME``) are removed, and so are ``# NBVAL_`` lines; so are
+  the lines a removed hidden test printed (``ex1_check: hidden tests passed``), which no code shown prints;
 * an explorer's output keeps its saved figure (``image/png``) and gets one line saying to open the
   notebook in Jupyter to move its controls (``scripts/editions/build_decks.py``'s widget handling);
 * each figure gets alt text: the figure's cell's leading comment or the sentence that introduces it;
@@ -28,6 +31,11 @@ ready for a reader:
   a page of its own, the chapter's sub-page ``NN_name_appendix``, its headings one level up; the main
   line's links to it (``[Appendix A.2](#appendix-a2)``) lead there, and its links back to the
   chapter (``#a-heading``) lead to the chapter's page.
+
+Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the learner's
+edition itself, the committed notebook byte for byte (answers folded, its bootstrap cell as it is, every
+output with the code that printed it): ``build`` puts it in ``_sources/notebooks/`` and points an appendix
+page's download, Colab and source links at its chapter's notebook.
 """
 
 from __future__ import annotations
@@ -63,7 +71,8 @@ GUIDES = ["README.md", "SETUP.md", "RESULTS.md", "TESTING.md", "LECTURES.md", "I
           "CONTRIBUTING.md", "LAYOUT.md"]
 BEGIN_SOLUTION, END_SOLUTION, BEGIN_MARK, END_MARK, BEGIN_HIDDEN, END_HIDDEN = SOLUTION_DELIMITERS
 WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; open the notebook "
-               "in Jupyter (the launch button above, or <code>make lab</code>) to move its controls.</em></p>")
+               "in Jupyter (<code>make lab</code>, or Colab) to move its controls.</em></p>")
+README_TITLE = "The repository's front page (README)"   # not a second page titled as the landing page (search)
 ANSWER_PROMPTS = {"code_prompt_show": "Show the model answer", "code_prompt_hide": "Hide the model answer"}
 # a markdown link or image: [text](target) / ![alt](target), target without spaces
 MD_LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
@@ -138,6 +147,29 @@ def alt_text(cell, previous_markdown: str | None, heading: str) -> str:
     return f"Figure ({heading}): {what}" if heading and heading not in what else f"Figure: {what}"
 
 
+def is_speaker_notes(cell) -> bool:
+    return cell.metadata.get("slideshow", {}).get("slide_type") == "notes"
+
+
+HIDDEN_CHECK = re.compile(r"""hidden_check\(\s*["']([^"']+)["']""")
+
+
+def drop_printed_by(outputs: list, names: list[str]) -> list:
+    """The outputs without the stream lines ``<name>: ...`` that ``hidden_check(name, ...)`` printed."""
+    if not names:
+        return outputs
+    printed = re.compile(r"^(?:%s): " % "|".join(map(re.escape, names)))
+    kept = []
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            lines = [ln for ln in output.get("text", "").splitlines(keepends=True) if not printed.match(ln)]
+            if not lines:
+                continue
+            output["text"] = "".join(lines)
+        kept.append(output)
+    return kept
+
+
 def is_answer(cell) -> bool:
     return bool(cell.metadata.get("nbgrader", {}).get("solution")) or is_solution(cell)
 
@@ -145,6 +177,7 @@ def is_answer(cell) -> bool:
 def prepare_notebook(nb):
     """The reader's copy of a committed notebook (see the module docstring)."""
     nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not is_speaker_notes(c)]
     heading, previous_md = nb.cells[0].source.split("\n", 1)[0].lstrip("# ").strip(), None
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
@@ -156,12 +189,13 @@ def prepare_notebook(nb):
             m = re.search(r"(?m)^#{1,3} (.+)$", cell.source)
             if m:
                 heading = _plain(m.group(1))
-            if cell.metadata.get("slideshow", {}).get("slide_type") != "notes":
-                previous_md = cell.source
+            previous_md = cell.source
             continue
         if cell.cell_type != "code":
             continue
+        hidden = "\n".join(re.findall(rf"(?s){re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}", cell.source))
         cell.source = drop_region(cell.source, BEGIN_HIDDEN, END_HIDDEN)
+        cell.outputs = drop_printed_by(cell.get("outputs", []), HIDDEN_CHECK.findall(hidden))
         cell.source = _drop_lines(cell.source, NBVAL_LINE.match)
         if is_answer(cell):
             cell.source = _drop_lines(cell.source, lambda ln: BEGIN_SOLUTION in ln or END_SOLUTION in ln)
@@ -234,7 +268,7 @@ def with_appendix_pages(toc: dict, names: list[str]) -> dict:
 
 def site_files() -> set[str]:
     """Repository paths that are pages of the site (links to them stay relative)."""
-    return {f"notebooks/{p.name}" for p in all_notebooks()} | set(GUIDES)
+    return {f"notebooks/{p.name}" for p in all_notebooks()} | set(GUIDES) | {f"site/{p.name}" for p in SITE.glob("*.md")}
 
 
 def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str, copies: set[str]) -> str:
@@ -278,10 +312,15 @@ def assemble(src: Path = SRC) -> dict:
     mathjax = vendored_dir("mathjax")
     shutil.copytree(mathjax, src / "_static" / mathjax.name)
     for guide in GUIDES:
-        (src / guide).write_text(rewrite_links((ROOT / guide).read_text(), "", pages, base, copies))
-    figures, appendices = 0, []
+        text = (ROOT / guide).read_text()
+        if guide == "README.md":
+            text = re.sub(r"\A# .*", f"# {README_TITLE}", text, count=1)
+        (src / guide).write_text(rewrite_links(text, "", pages, base, copies))
+    figures, appendices, notes = 0, [], 0
     for path in all_notebooks():
-        chapter, appendix = split_appendix(prepare_notebook(nbformat.read(path, as_version=4)), path.stem)
+        committed = nbformat.read(path, as_version=4)
+        notes += sum(map(is_speaker_notes, committed.cells))
+        chapter, appendix = split_appendix(prepare_notebook(committed), path.stem)
         for nb, target in ((chapter, path.name), (appendix, f"{path.stem}_appendix.ipynb")):
             if nb is None:
                 continue
@@ -299,7 +338,7 @@ def assemble(src: Path = SRC) -> dict:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
     return {"notebooks": len(all_notebooks()), "appendix pages": len(appendices), "figures": figures,
-            "copied": len(copies)}
+            "copied": len(copies), "speaker notes": notes}
 
 
 # ---------------------------------------------------------------- build
@@ -332,9 +371,31 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         fixed = dedupe_scripts(text)
+        if page.parent.name == "notebooks" and page.stem.endswith("_appendix"):
+            fixed = whole_notebook_links(fixed, page.stem)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
+    learners_downloads(out)
     return 0
+
+
+def whole_notebook_links(html: str, stem: str) -> str:
+    """An appendix page's download, Colab and source links: its chapter's notebook (the repository has no
+    ``NN_name_appendix.ipynb``)."""
+    chapter = stem.removesuffix("_appendix")
+    return re.sub(r'((?:href|src)="[^"]*)' + re.escape(f"{stem}.ipynb"), rf"\g<1>{chapter}.ipynb", html)
+
+
+def learners_downloads(out: Path = OUT) -> int:
+    """Each chapter's "Download .ipynb" (``_sources/notebooks/<name>.ipynb``): the committed notebook, the
+    learner's edition, byte for byte; an appendix page's own copy is left out (its links go to the chapter's)."""
+    sources = out / "_sources" / "notebooks"
+    sources.mkdir(parents=True, exist_ok=True)
+    for stale in sources.glob("*_appendix.ipynb"):
+        stale.unlink()
+    for path in all_notebooks():
+        shutil.copyfile(path, sources / path.name)
+    return len(all_notebooks())
 
 
 SCRIPT_TAG = re.compile(r"^\s*<script\b[^>]*>.*?</script>\s*$", re.M)
@@ -370,8 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     counts = assemble()
-    print(f"assembled {SRC.relative_to(ROOT)}: {counts['notebooks']} notebooks ({counts['figures']} figures), "
-          f"{len(GUIDES)} guides, {counts['copied']} other files, in {time.perf_counter() - start:.1f} s")
+    print(f"assembled {SRC.relative_to(ROOT)}: {counts['notebooks']} notebooks ({counts['figures']} figures, "
+          f"{counts['speaker notes']} speaker notes left out), {len(GUIDES)} guides, {counts['copied']} other files, "
+          f"in {time.perf_counter() - start:.1f} s")
     if args.prepare_only:
         return 0
     rc = build(strict=not args.no_strict)

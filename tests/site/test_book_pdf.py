@@ -1,7 +1,11 @@
 """`make book-pdf` (scripts/editions/book_pdf.py) prints every page of the site into one PDF: read back with pypdf,
 every chapter of the table of contents is there, in order, each starting on a page of its own, with its maths
 typeset (no raw TeX in the text) and its figures (the PDF holds at least as many images as the notebooks have
-figures on the site). Runs under `make test-site` (marker `site`), after the site is built."""
+figures on the site). A reader can navigate it: a contents page with the page each page of the site begins on,
+an outline (bookmarks) with a top-level entry per page of the site and its sections under it, links between
+chapters that lead inside the PDF, none to the local server that printed it. Runs under `make test-site`
+(marker `site`), after the site is built, and before tests/site/test_site.py, whose link check finds the copy it
+leaves in build/site/course.pdf (the landing page links it)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import hashlib
 import io
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -45,7 +50,8 @@ def pdf(tmp_path_factory):
 
 
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+    """Whitespace squashed, ligatures undone (the PDF's text has "ﬁ" where the page has "fi")."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +111,78 @@ def test_every_figure_of_a_notebook_is_in_its_chapter(pdf, chapters):
         printed = {_pixels(img.image) for i in range(start, end) for img in reader.pages[i].images}
         assert figures == printed, (f"{path}: {len(figures - printed)} figure(s) of the notebook missing from its "
                                     f"PDF pages, {len(printed - figures)} image(s) there that are not its figures")
+
+
+# ------------------------------------------------------------------ navigating the book
+
+
+def _annotations(reader):
+    """(page index, annotation) for every link of the PDF."""
+    for i, page in enumerate(reader.pages):
+        for annot in page.get("/Annots") or []:
+            annot = annot.get_object()
+            if annot.get("/Subtype") == "/Link":
+                yield i, annot
+
+
+def _chapter_of(chapters, page_index: int) -> str | None:
+    return next((path for path, start, end in chapters if start <= page_index < end), None)
+
+
+def test_the_outline_has_a_bookmark_for_every_page_of_the_site_and_its_sections(pdf, chapters):
+    _, reader = pdf
+    top = [item for item in reader.outline if not isinstance(item, list)]
+    assert top[0].title == "Contents" and reader.get_destination_page_number(top[0]) == 0
+    assert len(top) == len(chapters) + 1, [t.title for t in top]
+    for item, (path, start, _) in zip(top[1:], chapters):
+        assert _squash(item.title) == _squash(_title(path)), (item.title, path)
+        assert reader.get_destination_page_number(item) == start, f"{item.title}: bookmark to page {reader.get_destination_page_number(item) + 1}, the page begins on {start + 1}"
+    nested = [item for item in reader.outline if isinstance(item, list)]
+    assert sum(len(n) for n in nested) >= 5 * sum(p.startswith("notebooks/") for p, _, _ in chapters)
+    print(f"\n{len(top)} top-level bookmarks and {sum(len(n) for n in nested)} under them")
+
+
+def test_the_contents_page_gives_the_page_each_chapter_begins_on(pdf, chapters):
+    texts, reader = pdf
+    first = chapters[0][1]
+    assert first >= 1 and texts[0].lstrip().startswith("Contents")
+    # the numbers are laid over the page (book_pdf.finish): read the page as laid out
+    contents = " ".join(_squash(reader.pages[k].extract_text(extraction_mode="layout")) for k in range(first))
+    for path, start, _ in chapters:
+        title = re.escape(_squash(_title(path))).replace(r"\ ", r"\s*")
+        m = re.search(title + r"\s*(\d+)", contents)
+        assert m, f"{path} is not on the contents page"
+        assert int(m.group(1)) == start + 1, f"{path}: the contents page says page {m.group(1)}, it begins on {start + 1}"
+
+
+def test_links_between_chapters_lead_inside_the_pdf_and_none_to_a_local_server(pdf, chapters):
+    texts, reader = pdf
+    local, internal, across, dangling = [], 0, 0, []
+    dests = {str(k).lstrip("/"): v for k, v in reader.named_destinations.items()}
+    for i, annot in _annotations(reader):
+        action = annot.get("/A")
+        uri = str(action.get_object().get("/URI", "")) if action is not None else ""
+        if re.match(r"https?://(127\.0\.0\.1|localhost|\[::1\])", uri):
+            local.append((i + 1, uri))
+        dest = annot.get("/Dest")
+        if dest is None:
+            continue
+        internal += 1
+        name = str(dest).lstrip("/") if not isinstance(dest, list) else None
+        if name is not None and name not in dests:
+            dangling.append((i + 1, name))
+            continue
+        target = reader.get_destination_page_number(dests[name]) if name is not None else reader.get_page_number(dest[0])
+        across += _chapter_of(chapters, i) != _chapter_of(chapters, target) and i >= chapters[0][1]
+    assert local == [], f"{len(local)} links to the local server that printed the PDF, e.g. {local[:3]}"
+    assert dangling == [], dangling[:5]
+    assert across >= 20, f"{across} links from one chapter to another inside the PDF"
+    assert "launch button above" not in _squash(" ".join(texts))   # an explorer's note once said so
+    print(f"\n{internal} internal links ({across} from one page of the site to another), none to 127.0.0.1")
+
+
+def test_no_speaker_notes_in_the_readers_pdf(pdf):
+    """The PDF, like the site, is the self-paced reader's edition: the notes are in the notebooks and the decks
+    (before: 123 folded "Speaker notes (for a lecturer ...)" lines, which a PDF cannot open)."""
+    texts, _ = pdf
+    assert _squash(" ".join(texts)).count("Speaker notes (for a lecturer") == 0

@@ -8,11 +8,19 @@ Each page is opened once (the `crawl` fixture) and what it showed is checked by 
 * every internal link points at a file of the site and every #anchor at an id on its page;
 * every figure (image/png output) of every committed notebook is on its page, byte for byte;
 * no raw `$$`, `\\frac` or `\\begin{` is left on screen (MathJax typeset everything);
-* speaker notes, open questions' model answers and code model answers are folded (not visible
-  before their toggle is opened; a code answer shows after its "Show the model answer" button is
-  clicked); hidden tests and mark schemes are not on the page at all;
-* the built-in search lists the notebook that teaches a term for a handful of course terms;
-* axe-core (axe-playwright-python's bundled axe.min.js) finds no serious or critical violation.
+* open questions' model answers and code model answers are folded (not visible before their toggle is
+  opened; a code answer shows after its "Show the model answer" button is clicked); speaker notes, hidden
+  tests, mark schemes and the lines the hidden tests printed are not on the page at all;
+* a chapter's "Download .ipynb" gives the learner's edition: the committed notebook, byte for byte;
+* the built-in search lists the notebook that teaches a term for a handful of course terms, and no two
+  results with the same title;
+* axe-core (axe-playwright-python's bundled axe.min.js) finds no serious or critical violation;
+* on a phone (390×844) and at 800 px, tapping ☰ and the contents button opens their drawers; at 1366 px
+  ☰ hides and shows the chapter menu, and there is one search box;
+* on a phone no page is wider than the screen, and in dark mode every piece of inline code (the
+  explorers' notes included) and axe-core's colour-contrast rule pass on every page;
+* the landing page links the site's licence page and the PDF; "Next" after the last chapter leads to
+  the closing page.
 
 Everything it writes goes under build/ (screenshots: build/site-test/); the checkout stays clean.
 """
@@ -112,9 +120,10 @@ def browser():
 class OfflinePage:
     """One browser page whose every request outside the local server is refused; failures recorded."""
 
-    def __init__(self, browser, base: str, color_scheme: str = "light"):
+    def __init__(self, browser, base: str, color_scheme: str = "light", size=(1280, 900), touch: bool = False):
         self.base, self.failures = base, []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=color_scheme)
+        self.context = browser.new_context(viewport={"width": size[0], "height": size[1]}, color_scheme=color_scheme,
+                                           has_touch=touch, is_mobile=touch)
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)
         self.context.route("**/*", self._route)
@@ -192,6 +201,7 @@ def notebook_page(nb_path: Path) -> str:
 
 
 def test_every_page_opens_with_no_failed_or_outside_request(crawl):
+    """(The number of pages is not fixed: a notebook's appendix becomes a page of its own.)"""
     assert len(crawl) >= 10 + 5 + 1, sorted(crawl)
     bad = {path: r["failures"] for path, r in crawl.items() if r["failures"]}
     assert bad == {}
@@ -211,7 +221,8 @@ def test_every_internal_link_and_anchor_resolves(crawl, server):
                 target += "index.html"
             checked += 1
             if not (SITE / target).is_file():
-                broken.append(f"{path}: {href} (no file {target})")
+                hint = " (scripts/editions/book_pdf.py writes it: make book-pdf)" if target == "course.pdf" else ""
+                broken.append(f"{path}: {href} (no file {target}){hint}")
             elif url.fragment and target in ids and urllib.parse.unquote(url.fragment) not in ids[target]:
                 broken.append(f"{path}: {href} (no id {url.fragment!r} on {target})")
     assert broken == [], "\n".join(broken[:50])
@@ -271,8 +282,8 @@ def test_notes_answers_hidden_tests_and_mark_schemes_are_not_shown(crawl, nb_pat
     report = crawl[notebook_page(nb_path)]
     html = (SITE / notebook_page(nb_path)).read_text()
     n_notes = sum(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in nb.cells)
-    assert len(report["notes"]) == n_notes > 0
-    assert not any(n["open"] or n["shown"] for n in report["notes"]), "a speaker note is open"
+    assert n_notes > 0 and report["notes"] == [], f"{len(report['notes'])} speaker notes on the page (the reader's edition has none)"
+    assert "Speaker notes" not in report["visible"]
     assert not any(a["open"] or a["shown"] for a in report["answers"]), "an open question's answer is open"
     solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
     code_answers = [c for c in solutions if c.cell_type == "code"]
@@ -291,8 +302,11 @@ def test_notes_answers_hidden_tests_and_mark_schemes_are_not_shown(crawl, nb_pat
                     assert snippet not in html, f"mark scheme on the page: {snippet}"
             if cell.metadata.get("slideshow", {}).get("slide_type") == "notes":
                 for snippet in _snippets(re.sub(r"(?s)<summary>.*?</summary>", "", cell.source)):
-                    assert snippet not in report["visible"], f"speaker note visible: {snippet}"
+                    assert snippet not in html, f"speaker note on the page: {snippet}"
     assert "BEGIN HIDDEN TESTS" not in html and "BEGIN MARK SCHEME" not in html and "BEGIN SOLUTION" not in html
+    # what a removed hidden test printed is removed with it (no output without the code that made it)
+    orphans = re.findall(r"\w+: (?:hidden tests passed|recorded for the judge)", html)
+    assert orphans == [], f"{len(orphans)} lines printed by hidden tests on the page, e.g. {orphans[0]}"
 
 
 def test_a_code_model_answer_opens_with_its_button(browser, server):
@@ -363,6 +377,212 @@ def test_axe_finds_no_serious_or_critical_violation(crawl):
               f"e.g. {info['example']} on {sorted(info['pages'])[:3]}")
     serious = {k: v for k, v in found.items() if k[1] in SERIOUS}
     assert serious == {}, sorted(f"{r} ({i}): {v['nodes']} elements, e.g. {v['example']}" for (r, i), v in serious.items())
+
+
+# ------------------------------------------------------------------ the downloaded notebook
+
+
+def test_download_gives_the_learners_edition(browser, server):
+    """Every notebook page's "Download .ipynb" (its appendix page's too) is the committed notebook, byte for
+    byte: model answers folded (source_hidden), the bootstrap cell as it is, no output without its code."""
+    tab = OfflinePage(browser, server)
+    checked = []
+    for path in site_pages():
+        if not path.startswith("notebooks/"):
+            continue
+        page = tab.open(path)
+        hrefs = page.eval_on_selector_all(".btn-download-source-button", "els => els.map(a => a.href)")
+        assert len(hrefs) == 1, f"{path}: {len(hrefs)} download links"
+        name = urllib.parse.unquote(urllib.parse.urlsplit(hrefs[0]).path).rsplit("/", 1)[-1]
+        committed = ROOT / "notebooks" / name
+        assert committed.is_file(), f"{path} downloads {name}, which is not a notebook of the repository"
+        assert path.removeprefix("notebooks/").removesuffix(".html").startswith(committed.stem)
+        response = page.request.get(hrefs[0])
+        assert response.ok, f"{hrefs[0]}: HTTP {response.status}"
+        assert response.body() == committed.read_bytes(), f"{path}: the download is not the learner's edition ({name})"
+        checked.append(name)
+    nb = nbformat.reads(response.body().decode(), as_version=4)
+    assert any(c.metadata.get("jupyter", {}).get("source_hidden") for c in nb.cells if c.cell_type == "code")
+    assert tab.failures == []
+    tab.close()
+    assert sorted(set(checked)) == [p.name for p in NOTEBOOKS]
+    print(f"{len(checked)} notebook pages download the committed notebook")
+
+
+# ------------------------------------------------------------------ a phone, a tablet, a laptop
+
+PHONE, TABLET, LAPTOP = (390, 844), (800, 900), (1366, 768)
+DRAWERS_JS = """() => ['pst-primary-sidebar-modal', 'pst-secondary-sidebar-modal'].map(id => {
+  const d = document.getElementById(id);
+  return {open: d.open, visible: d.checkVisibility(), links: d.querySelectorAll('a[href]').length,
+          width: Math.round(d.getBoundingClientRect().width)};
+})"""
+
+
+def _tab(browser, server, size, color_scheme="light"):
+    """A page the size of a phone (a touch screen), a tablet or a laptop."""
+    return OfflinePage(browser, server, color_scheme=color_scheme, size=size, touch=size == PHONE)
+
+
+@pytest.mark.parametrize("size", [PHONE, TABLET], ids=["390px", "800px"])
+def test_the_menu_and_contents_buttons_open_their_drawers(browser, server, size):
+    tab = _tab(browser, server, size)
+    page = tab.open("notebooks/05_multi_head_attention.html")
+    for i, (selector, name) in enumerate([(".primary-toggle", "menu"), (".secondary-toggle", "contents")]):
+        buttons = [b for b in page.query_selector_all(selector) if b.is_visible()]
+        assert len(buttons) == 1, f"{len(buttons)} visible {selector} buttons"
+        assert not any(d["open"] for d in page.evaluate(DRAWERS_JS))
+        buttons[0].tap() if size == PHONE else buttons[0].click()
+        page.wait_for_timeout(400)
+        drawer = page.evaluate(DRAWERS_JS)[i]
+        page.screenshot(path=str(SHOTS / f"drawer_{name}_{size[0]}.png"))
+        assert drawer["open"] and drawer["visible"] and drawer["width"] > 150, f"the {name} drawer did not open: {drawer}"
+        assert drawer["links"] >= (10 if name == "menu" else 5), drawer
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(300)
+        assert not page.evaluate(DRAWERS_JS)[i]["open"]
+    assert tab.failures == []
+    tab.close()
+
+
+def test_at_laptop_width_the_menu_button_hides_the_sidebar_and_one_search_box(browser, server):
+    tab = _tab(browser, server, LAPTOP)
+    page = tab.open("notebooks/05_multi_head_attention.html")
+    searches = [e for e in page.query_selector_all(".search-button-field, form.bd-search") if e.is_visible()]
+    assert len(searches) == 1, f"{len(searches)} search boxes at 1366 px"
+    sidebar = page.locator("#pst-primary-sidebar")
+    assert sidebar.is_visible()
+    button = [b for b in page.query_selector_all(".primary-toggle") if b.is_visible()][0]
+    button.click()
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(SHOTS / "menu_hidden_1366.png"))
+    assert not sidebar.is_visible(), "☰ did not hide the chapter menu at 1366 px"
+    assert not any(d["open"] for d in page.evaluate(DRAWERS_JS))
+    button.click()
+    page.wait_for_timeout(400)
+    assert sidebar.is_visible()
+    assert tab.failures == []
+    tab.close()
+
+
+# Inline code whose colours contrast less than 4.5:1 (WCAG AA), with the background it is seen on (the
+# first ancestor with an opaque background).
+INLINE_CODE_CONTRAST_JS = r"""
+() => {
+  const rgba = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(c => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; })
+      .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const low = [];
+  for (const el of document.querySelectorAll('article code:not(pre code), article .course-widget-note')) {
+    if (!el.textContent.trim() || !el.checkVisibility()) continue;
+    const [a, b] = [lum(rgba(getComputedStyle(el).color)), lum(background(el))].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    if (ratio < 4.5) low.push(`${JSON.stringify(el.textContent.slice(0, 40))} ${ratio.toFixed(2)}:1`);
+  }
+  return {low, checked: document.querySelectorAll('article code:not(pre code)').length};
+}
+"""
+
+
+# axe-core's colour-contrast rule takes half a minute on a chapter's page (more on a busy machine): in dark mode
+# it runs on the landing page, a chapter with an explorer's note and a guide with tables; the inline code check
+# above runs on every page.
+AXE_DARK_PAGES = ("site/index.html", "notebooks/05_multi_head_attention.html", "RESULTS.html")
+
+
+@pytest.fixture(scope="module")
+def phone_dark_crawl(browser, server):
+    """Every page on a phone (390×844) in dark mode: {path: {width, low contrast inline code, axe-core's
+    colour-contrast violations (AXE_DARK_PAGES)}}. The width is the page's own (document scrollWidth): a code
+    cell's long lines scroll inside the cell's box, as the theme shows them, and do not widen the page."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+        axe = Axe()
+    except ImportError:
+        axe = None
+    tab = _tab(browser, server, PHONE, color_scheme="dark")
+    reports = {}
+    for path in site_pages():
+        page = tab.open(path)
+        report = page.evaluate(INLINE_CODE_CONTRAST_JS)
+        report["width"] = page.evaluate("document.documentElement.scrollWidth")
+        report["theme"] = page.evaluate("document.documentElement.dataset.theme")
+        if path in AXE_DARK_PAGES:
+            report["axe"] = axe.run(page, options={"runOnly": ["color-contrast"]}).response["violations"] if axe else None
+        reports[path] = report
+    page = tab.open("notebooks/05_multi_head_attention.html")
+    page.locator(".course-widget-note").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "dark_explorer_note_390.png"))
+    tab.close()
+    return reports
+
+
+def test_no_page_is_wider_than_a_phone(phone_dark_crawl):
+    wide = {path: r["width"] for path, r in phone_dark_crawl.items() if r["width"] > PHONE[0]}
+    assert wide == {}, f"pages wider than a 390 px phone: {wide}"
+    print(f"{len(phone_dark_crawl)} pages, none wider than 390 px")
+
+
+def test_dark_mode_inline_code_and_contrast(phone_dark_crawl):
+    assert all(r["theme"] == "dark" for r in phone_dark_crawl.values())
+    low = {path: r["low"] for path, r in phone_dark_crawl.items() if r["low"]}
+    assert low == {}, f"inline code below 4.5:1 in dark mode: {low}"
+    assert set(AXE_DARK_PAGES) <= set(phone_dark_crawl)
+    if any(phone_dark_crawl[p].get("axe") is None for p in AXE_DARK_PAGES):
+        pytest.skip("axe-playwright-python is not installed (`make test-site` installs it)")
+    found = {path: [f"{v['id']}: {len(v['nodes'])} elements, e.g. {v['nodes'][0]['html'][:120]}" for v in r["axe"]]
+             for path, r in phone_dark_crawl.items() if r.get("axe")}
+    assert found == {}, found
+    print(f"dark mode: {sum(r['checked'] for r in phone_dark_crawl.values())} pieces of inline code on "
+          f"{len(phone_dark_crawl)} pages, none below 4.5:1; axe-core's colour-contrast finds nothing on {AXE_DARK_PAGES}")
+
+
+# ------------------------------------------------------------------ the landing page, the last page, search
+
+
+def test_the_landing_page_links_the_sites_licence_page_and_the_pdf(crawl, server):
+    links = crawl["site/index.html"]["links"]
+    assert server + "site/license.html" in links, [h for h in links if "licen" in h.lower()]
+    assert not [h for h in links if "github.com" in h and "license" in h.lower()]
+    assert server + "course.pdf" in links
+
+
+def test_next_after_the_last_chapter_is_the_closing_page(browser, server):
+    tab = OfflinePage(browser, server)
+    page = tab.open("notebooks/10_attention_at_scale.html")
+    for _ in range(3):   # past the chapter's appendix page, if it has one
+        page.locator(".prev-next-area a.right-next").click()
+        page.wait_for_load_state("load")
+        if not page.url.endswith("_appendix.html"):
+            break
+    assert page.url.endswith("site/closing.html"), page.url
+    assert page.locator("article h1").first.inner_text().startswith("After the course")
+    assert tab.failures == []
+    tab.close()
+
+
+def test_search_has_no_two_results_with_the_same_title(browser, server):
+    tab = OfflinePage(browser, server)
+    page = tab.open("search.html?q=" + urllib.parse.quote("Attention, from RNNs to Transformers"))
+    page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#search-progress')?.textContent.includes('Preparing')",
+                           timeout=30_000)
+    page.wait_for_timeout(500)
+    titles = page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map(a => a.textContent.trim())")
+    assert titles and len(titles) == len(set(titles)), Counter(titles).most_common(3)
+    assert tab.failures == []
+    tab.close()
+
+
+def test_no_launch_button_above_in_a_figure_note(crawl):
+    assert not [p for p, r in crawl.items() if "launch button above" in r["visible"]]
 
 
 def test_checkout_is_clean():
