@@ -123,11 +123,9 @@ def test_utils_comments_use_the_notation_table(path: Path):
     assert not bad, "retired symbols in shape comments (see NOTATION.md):\n" + "\n".join(bad)
 
 
-# a head's width has one spelling in utils and the tests: d_k (issue 43). Exceptions: the explorer of notebook 10,
-# whose widget control is named d_head (utils/explorers_scale.py is being moved into utils/explorers/; rename it
-# there with the notebook), and the diagrams' figure text
+# a head's width has one spelling in utils and the tests: d_k (issue 43). Exception: the diagrams' figure text
 HEAD_WIDTH = re.compile(r"\bd_head\b|\bdh\b")
-HEAD_WIDTH_EXCEPTIONS = {"explorers_scale.py", "diagrams.py", "test_widgets_scale.py", "test_notation.py"}
+HEAD_WIDTH_EXCEPTIONS = {"diagrams.py", "test_notation.py"}
 
 
 @pytest.mark.parametrize("path", sorted([*(ROOT / "utils").rglob("*.py"), *(ROOT / "tests").glob("*.py")]),

@@ -70,7 +70,7 @@ REGISTRY: dict[str, dict[str, list[str]]] = {
     "06": {
         "ex1": ["utils.positional:sinusoidal_encoding", "utils.positional:_frequencies", "utils.positional:offset_matrix",
                 "utils.positional:SinusoidalPositionalEncoding"],
-        "ex3": ["utils.scale:rope_angles", "utils.scale:apply_rotary", "utils.explorers_scale:rope_scores"],
+        "ex3": ["utils.scale:rope_angles", "utils.scale:apply_rotary", "utils.explorers.scale:rope_scores"],
         "ex4": ["utils.positional:sinusoidal_encoding", "utils.positional:_frequencies", "utils.positional:offset_matrix",
                 "utils.positional:SinusoidalPositionalEncoding"],
     },
