@@ -59,9 +59,9 @@ SDPA_NAMES = forbidden_names(SDPA)
     lambda: torch._C._nn.scaled_dot_product_attention(q, q, q),
     lambda: torch.ops.aten.scaled_dot_product_attention.default(q, q, q),
     lambda: utils.attention.scaled_dot_product_attention(q, q, q),
-    lambda: types.FunctionType(utils.attention.scaled_dot_product_attention.__code__,
-                               utils.attention.scaled_dot_product_attention.__globals__, "mine",
-                               utils.attention.scaled_dot_product_attention.__defaults__)(q, q, q),
+    lambda: types.FunctionType(utils.attention.scaled_dot_product_attention.__wrapped__.__code__,  # (under the door)
+                               utils.attention.scaled_dot_product_attention.__wrapped__.__globals__, "mine",
+                               utils.attention.scaled_dot_product_attention.__wrapped__.__defaults__)(q, q, q),
 ], ids=["F", "aten", "C", "aten-overload", "utils", "clone"])
 def test_the_detector_sees_a_forbidden_call_under_any_name(call):
     log, canary = _log(call)

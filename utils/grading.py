@@ -328,6 +328,9 @@ def forbidden_names(targets: Iterable[Any]) -> dict[str, str]:
     names: dict[str, str] = {}
 
     def python(fn, label):
+        import inspect
+
+        fn = inspect.unwrap(fn)  # the function's own code, under utils.checks.contract's door or @torch.no_grad()
         code = getattr(fn, "__code__", None)
         where = _where(code) if code is not None else None
         if where is None:
