@@ -373,6 +373,9 @@ def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True)
                 _door.open = False
 
         door.__contract__ = signature
+        # the function itself, under every decorator (``beam_search.__wrapped__`` is the code that runs, as
+        # before the door: utils.grading.forbid names it so)
+        door.__wrapped__ = inspect.unwrap(fn)
         return door
 
     return wrap if fn is None else wrap(fn)

@@ -68,7 +68,7 @@ ATTACKS = [
            {"ex2": _context("normalise(e, mask)", "from utils.rnn import masked_softmax as normalise\n\n\n")},
            _EX2, fast=True),
     Attack("built-in: a types.FunctionType clone of utils.rnn.masked_softmax", 3,
-           {"ex2": _context("_clone(e, mask)", "import types\nimport utils.rnn\n_f = utils.rnn.masked_softmax\n"
+           {"ex2": _context("_clone(e, mask)", "import types\nimport utils.rnn\n_f = utils.rnn.masked_softmax.__wrapped__\n"
                             "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n")},
            _EX2),
     Attack("built-in: a second copy of utils/rnn.py loaded from its file", 3,
@@ -90,7 +90,7 @@ ATTACKS = [
            {"ex4": _decoder("        a = _own_softmax(self.score(s, H), mask)\n        return (a[..., None] * H).sum(1), a",
                             init=_SCORE_MODULE.format(cls="MyScore"),
                             prelude="import types\nimport utils.rnn\n\n\nclass MyScore(utils.rnn.AdditiveScore):\n    pass\n\n\n"
-                                    "_f = utils.rnn.AdditiveScore.forward\n"
+                                    "_f = utils.rnn.AdditiveScore.forward.__wrapped__\n"
                                     "MyScore.forward = types.FunctionType(_f.__code__, _f.__globals__, 'forward', _f.__defaults__)\n\n\n"
                                     "def _own_softmax(e, mask):\n"
                                     "    return e.masked_fill(~mask, float('-inf')).softmax(-1)\n")}, _EX3),

@@ -55,7 +55,7 @@ ATTACKS = [
                               "F = types.SimpleNamespace(**vars(torch.nn.functional))\n\n\n")}, _RESTRICTED),
     Attack("built-in: a types.FunctionType clone of the utils function", 3,
            {"ex1": "import types\nimport utils.attention\n"
-                   "_f = utils.attention.scaled_dot_product_attention\n"
+                   "_f = utils.attention.scaled_dot_product_attention.__wrapped__\n"
                    "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n"
                    "def attention(q, k, v, mask=None):\n    return _clone(q, k, v, mask)\n"}, _RESTRICTED),
     Attack("built-in: a second copy of utils/attention.py loaded from its file", 3,

@@ -138,7 +138,7 @@ ATTACKS = [
                    "        return out\n"}, _EX2),
     Attack("built-in: a types.FunctionType clone of utils' attention, per head", 3,
            {"ex2": "import types\nimport utils.attention\n"
-                   "_f = utils.attention.scaled_dot_product_attention\n"
+                   "_f = utils.attention.scaled_dot_product_attention.__wrapped__\n"
                    "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n"
                    "def attend(q, k, v, mask):\n    return _clone(q, k, v, mask)\n\n\n" + _INIT + _HEADS}, _EX2),
     Attack("built-in: a second copy of utils/attention.py loaded from its file, per head", 3,

@@ -42,7 +42,7 @@ ATTACKS = [
                    "def keep_top_k(logits, k):\n    return keep(logits, k)\n"}, _EX1, fast=True),
     Attack("built-in: a types.FunctionType clone of utils.gpt.top_k_filter", 3,
            {"ex1": "import types\nimport utils.gpt\n"
-                   "_f = utils.gpt.top_k_filter\n"
+                   "_f = utils.gpt.top_k_filter.__wrapped__\n"
                    "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n"
                    "def keep_top_k(logits, k):\n    return _clone(logits, k)\n"}, _EX1),
     Attack("built-in: a second copy of utils/gpt.py loaded from its file", 3,
