@@ -199,8 +199,6 @@ def test_circles_are_found():
 
 def test_utils_has_no_import_circle():
     found = circles(import_graph())
-    if found == [["utils.gpt", "utils.scale"]]:
-        pytest.xfail("utils.gpt <-> utils.scale: the lead breaks this circle in main (issue 43 part 2)")
     assert not found, f"import circles in utils/: {found}; the lower module must own what both use"
 
 
