@@ -131,7 +131,8 @@ def test_the_website_gives_the_appendix_its_own_page():
 
     nb = _toy()
     nb.cells[2:2] = [new_markdown_cell("Seeds and a control: [Appendix A.1](#appendix-a1); the idea: [above](#1-idea).")]
-    nb.cells.append(new_markdown_cell("<a id=\"appendix-a1\"></a>\n### A.1 Seeds\n\n*Supports:* [the idea](#1-idea)"))
+    nb.cells.append(new_markdown_cell("<a id=\"appendix-a1\"></a>\n### A.1 Seeds\n\n*Supports:* [the idea](#1-idea); "
+                                      "more in [A.1](#appendix-a1)"))
     before = copy.deepcopy(nb)
     chapter, appendix = split_appendix(nb, "11_toy")
     assert nb == before                                               # the reader's copy is not changed
@@ -142,6 +143,7 @@ def test_the_website_gives_the_appendix_its_own_page():
     assert appendix.cells[0].source.startswith("# Appendix to Toy: the measurements behind the claims")
     assert appendix.cells[-1].source.splitlines()[1] == "## A.1 Seeds"   # one level up, under the page title
     assert '<a href="11_toy.html#1-idea">the idea</a>' in appendix.cells[-1].source
+    assert '<a href="#appendix-a1">A.1</a>' in appendix.cells[-1].source   # MyST knows no <a id> target: raw HTML
     assert split_appendix(_toy_without_appendix(), "12_plain")[1] is None
     toc = {"parts": [{"chapters": [{"file": "notebooks/11_toy"}, {"file": "notebooks/12_plain"}]}]}
     chapters = with_appendix_pages(toc, ["11_toy"])["parts"][0]["chapters"]

@@ -232,15 +232,22 @@ def split_appendix(nb, name: str):
     chapter.cells, appendix.cells = chapter.cells[:start], appendix.cells[start:]
     title = next((c.source.split("\n", 1)[0].lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"), name)
 
-    def across(page: str, keep_here):
+    def across(page: str, keep_here, here: str = ""):
+        """Markdown links to ``#anchor`` -> raw HTML: to ``page`` when the anchor is on the other side of the
+        cut; on this page (``here``) when it is one of the appendix's own ``<a id>`` anchors, which MyST does
+        not know as targets; left alone otherwise (a heading's anchor, which MyST resolves)."""
         def fix(m):
             text, anchor = m.group(1), m.group(2)
-            return m.group(0) if keep_here(anchor) else f'<a href="{page}.html#{anchor}">{text}</a>'
+            if keep_here(anchor):
+                return f'<a href="{here}#{anchor}">{text}</a>' if here is not None and anchor.startswith("appendix") \
+                    else m.group(0)
+            return f'<a href="{page}.html#{anchor}">{text}</a>'
         return fix
 
     for cell in chapter.cells:
         if cell.cell_type == "markdown":
-            cell.source = ANCHOR_LINK.sub(across(f"{name}_appendix", lambda a: not a.startswith("appendix")), cell.source)
+            cell.source = ANCHOR_LINK.sub(across(f"{name}_appendix", lambda a: not a.startswith("appendix"), None),
+                                          cell.source)
     for i, cell in enumerate(appendix.cells):
         if cell.cell_type != "markdown":
             continue
