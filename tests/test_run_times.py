@@ -53,7 +53,7 @@ def test_record_and_table_round_trip(tmp_path, monkeypatch):
 
 
 def test_full_change_comes_from_the_settings_cell():
-    assert run_times.full_change(ROOT / "notebooks" / "09_gpt_language_model.ipynb").startswith("a 10.8M-parameter model")
+    assert run_times.full_change(ROOT / "notebooks" / "09_gpt_language_model.ipynb").startswith("6 layers of 6 heads, 384 dimensions")
     assert run_times.full_change(ROOT / "notebooks" / "04_scaled_dot_product_attention.ipynb") == "— (no `FULL` switch)"
 
 
