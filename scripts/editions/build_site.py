@@ -377,13 +377,23 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
     shutil.copytree(work / "_build" / "html", out)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        fixed = dedupe_scripts(text)
+        fixed = name_toc_toggles(dedupe_scripts(text))
         if page.parent.name == "notebooks" and page.stem.endswith("_appendix"):
             fixed = whole_notebook_links(fixed, page.stem)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
     learners_downloads(out)
     return 0
+
+
+TOC_TOGGLE = '<summary><span class="toctree-toggle" role="presentation">'
+
+
+def name_toc_toggles(html: str) -> str:
+    """The chapter menu's expand button (a chapter with an appendix page under it) is an icon alone, a
+    <summary> with no name for a screen reader (axe: summary-name); give it one."""
+    return html.replace(TOC_TOGGLE, '<summary aria-label="Show or hide the pages under this chapter">'
+                                    '<span class="toctree-toggle" role="presentation">')
 
 
 def whole_notebook_links(html: str, stem: str) -> str:

@@ -51,6 +51,7 @@ def pdf(tmp_path_factory):
 
 def _squash(text: str) -> str:
     """Whitespace squashed, ligatures undone (the PDF's text has "ﬁ" where the page has "fi")."""
+    text = re.sub(r"(?<=\w)-\n(?=\w)", "-", text)   # a title broken after a hyphen ("dot-\nproduct")
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 

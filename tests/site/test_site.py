@@ -250,17 +250,19 @@ def _pngs(nb) -> Counter:
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
 def test_every_figure_of_the_notebook_is_on_its_page(crawl, server, nb_path):
-    report = crawl[notebook_page(nb_path)]
+    pages = [notebook_page(nb_path)]
+    appendix = pages[0].removesuffix(".html") + "_appendix.html"   # the appendix's own page (build_site.split_appendix)
+    pages += [appendix] if appendix in crawl else []
     expected = _pngs(nbformat.read(nb_path, as_version=4))
     assert sum(expected.values()) > 0
     shown = Counter()
-    for fig in report["figures"]:
+    for fig in (f for page in pages for f in crawl[page]["figures"]):
         assert fig["ok"], f"{fig['src']} did not load"
         assert len(fig["alt"]) > 20 and fig["alt"].startswith("Figure"), f"alt text {fig['alt']!r} on {fig['src']}"
         rel = urllib.parse.unquote(urllib.parse.urlsplit(fig["src"]).path).lstrip("/")
         shown[hashlib.sha256((SITE / rel).read_bytes()).hexdigest()] += 1
     missing = expected - shown
-    assert not missing, f"{sum(missing.values())} of {sum(expected.values())} figures are not on the page"
+    assert not missing, f"{sum(missing.values())} of {sum(expected.values())} figures are not on its pages {pages}"
 
 
 # ------------------------------------------------------------------ what stays folded or out
