@@ -253,8 +253,8 @@ def split_appendix(nb, name: str):
             continue
         source = ANCHOR_LINK.sub(across(name, lambda a: a.startswith("appendix")), cell.source)
         source = re.sub(r"(?m)^#(#{1,5}) ", r"\1 ", source)   # ## -> #, ### -> ##: the page's own title first
-        if i == 0:
-            source = re.sub(r"(?m)^# Appendix: ", f"# Appendix to {title}: ", source, count=1)
+        if i == 0:   # "Appendix to 02: ...": unique in search, short enough for the PDF's contents line
+            source = re.sub(r"(?m)^# Appendix: ", f"# Appendix to {title.split(' · ')[0]}: ", source, count=1)
         cell.source = source
     return chapter, appendix
 

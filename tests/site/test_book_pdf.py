@@ -102,14 +102,18 @@ def test_every_figure_of_a_notebook_is_in_its_chapter(pdf, chapters):
     from PIL import Image
 
     _, reader = pdf
+    spans = {path: (start, end) for path, start, end in chapters}
     for path, start, end in chapters:
-        if not path.startswith("notebooks/"):
+        if not path.startswith("notebooks/") or path.endswith("_appendix.html"):
             continue
         nb = nbformat.read(_notebook(path), as_version=4)
         figures = {_pixels(Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"]))))
                    for cell in nb.cells if cell.cell_type == "code"
                    for out in cell.get("outputs", []) if "image/png" in out.get("data", {})}
-        printed = {_pixels(img.image) for i in range(start, end) for img in reader.pages[i].images}
+        pages = list(range(start, end))   # the chapter's pages, and its appendix page's (build_site.split_appendix)
+        appendix = spans.get(path.removesuffix(".html") + "_appendix.html")
+        pages += list(range(*appendix)) if appendix else []
+        printed = {_pixels(img.image) for i in pages for img in reader.pages[i].images}
         assert figures == printed, (f"{path}: {len(figures - printed)} figure(s) of the notebook missing from its "
                                     f"PDF pages, {len(printed - figures)} image(s) there that are not its figures")
 
