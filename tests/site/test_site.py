@@ -20,7 +20,9 @@ Each page is opened once (the `crawl` fixture) and what it showed is checked by 
 * on a phone no page is wider than the screen, and in dark mode every piece of inline code (the
   explorers' notes included) and axe-core's colour-contrast rule pass on every page;
 * the landing page links the site's licence page and the PDF; "Next" after the last chapter leads to
-  the closing page.
+  the closing page;
+* a "Check yourself" quiz on one chapter of each part, answered wrong and then right by clicks (and a number
+  typed), shows the feedback written for each answer, with no kernel.
 
 Everything it writes goes under build/ (screenshots: build/site-test/); the checkout stays clean.
 """
