@@ -101,7 +101,8 @@ def _black(text: str, width: int) -> str | None:
 
 def reformat(source: str, limit: int = LIMIT) -> str:
     """The source with each statement that has a line over the limit reformatted by black at the limit (its
-    indentation subtracted), and nothing else touched; a compound statement's header (``def f(...):``) alone.
+    indentation subtracted) where that leaves fewer lines over it, and nothing else touched; a compound
+    statement's header (``def f(...):``) alone.
     Unchanged where the result would parse to another syntax tree."""
     try:
         tree = ast.parse(_magics_blanked(source))
@@ -141,6 +142,8 @@ def reformat(source: str, limit: int = LIMIT) -> str:
             new_lines = new_lines[:-1]
         if new_lines == [l[len(indent):] for l in chunk]:
             continue
+        if sum(len(indent + l) > limit for l in new_lines) >= sum(len(l) > limit for l in chunk):
+            continue   # black could not shorten it (a long string): the author's layout stays
         edits.append((first, last, [indent + l if l else l for l in new_lines]))
         taken |= span
     for first, last, new_lines in sorted(edits, reverse=True):
