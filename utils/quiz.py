@@ -34,8 +34,9 @@ def questions(notebook: str, part: int) -> list[dict]:
     return all_parts[part - 1]["questions"]
 
 
-# The course's colours in place of jupyterquiz's purple: white text on a dark blue (contrast >= 7:1),
-# feedback colours readable on the quiz's own background.
+# The course's colours in place of jupyterquiz's purple: white text on a dark blue (contrast >= 7:1). A clicked
+# button turns the correct or incorrect colour under white text (both >= 5:1); the feedback below it is written
+# in a light version of the same colour on the dark blue (STYLE), since jupyterquiz uses one variable for both.
 COLOURS = {
     "--jq-multiple-choice-bg": "#1d3557",
     "--jq-many-choice-bg": "#1d3557",
@@ -43,16 +44,25 @@ COLOURS = {
     "--jq-string-bg": "#1d3557",
     "--jq-mc-button-bg": "#fafafa",
     "--jq-numeric-input-bg": "#fafafa",
-    "--jq-numeric-input-label": "#101010",
-    "--jq-correct-color": "#7ee08a",
-    "--jq-incorrect-color": "#ffb3b3",
+    "--jq-numeric-input-label": "#fafafa",
+    "--jq-correct-color": "#1b7a34",
+    "--jq-incorrect-color": "#b3261e",
     "--jq-text-color": "#fafafa",
     "--jq-link-color": "#b9d3ff",
 }
+STYLE = """<style>
+.Quiz .Feedback.correct { color: #9be7a8; }
+.Quiz .Feedback.incorrect { color: #ffc4bd; }
+.Quiz .Input-text { color: #101010; }
+.Quiz .Feedback, .Quiz .MultipleChoiceQn, .Quiz .NumericQn { line-height: 1.35; }
+@media (max-width: 600px) { .Quiz { font-size: 13pt; } .Quiz .Feedback { font-size: 13pt; } }
+</style>"""
 
 
 def check_yourself(notebook: str, part: int) -> None:
     """Show one part of a notebook's quiz: click an answer, read why it is right or wrong."""
+    from IPython.display import HTML, display
     from jupyterquiz import display_quiz
 
     display_quiz(questions(notebook, part), shuffle_answers=False, colors=COLOURS, max_width=760)
+    display(HTML(STYLE))

@@ -8,11 +8,18 @@ The cells' minutes count by ``scripts/measure/section_minutes.py``'s rule for a 
     python scripts/authoring/quiz_cells.py 04 06          # what would change
     python scripts/authoring/quiz_cells.py --write 04 06  # write the cells (then execute the notebook and run
                                                          # python scripts/measure/section_minutes.py --write)
+    python scripts/authoring/quiz_cells.py --outputs 04   # after editing only the quiz (its JSON, utils.quiz):
+                                                         # the quiz cells' outputs made again, in place
+
+``--outputs`` runs ``check_yourself`` for each quiz cell in a fresh IPython shell and stores what it displays
+as the cell's outputs, the execution count kept: the same outputs executing the notebook gives that cell,
+since a quiz cell reads only its JSON (no variable of the notebook).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -70,9 +77,24 @@ def with_quiz(nb, number: str):
     return nb
 
 
+def quiz_outputs(number: str, part: int) -> list:
+    """What ``check_yourself(number, part)`` displays, as notebook outputs."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from utils.quiz import check_yourself
+
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        check_yourself(number, part)
+    return [nbformat.v4.new_output("display_data", data=dict(o.data), metadata=dict(o.metadata or {}))
+            for o in captured.outputs]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--outputs", action="store_true", help="make the quiz cells' outputs again, in place")
     ap.add_argument("notebooks", nargs="+", help="notebook numbers, e.g. 04")
     args = ap.parse_args(argv)
     for number in args.notebooks:
@@ -90,6 +112,14 @@ def main(argv=None) -> int:
         print(f"{path.name}: {len(where)} quiz cells at {where}" + (" (changed)" if changed else " (unchanged)"))
         if args.write and changed:
             nbformat.write(nb, path)
+        if args.outputs:
+            nb = nbformat.read(path, as_version=4)
+            for c in nb.cells:
+                call = re.search(r'check_yourself\("(\d\d)", (\d+)\)', c.source) if is_quiz_cell(c) else None
+                if call and c.get("execution_count"):
+                    c.outputs = quiz_outputs(call.group(1), int(call.group(2)))
+            nbformat.write(nb, path)
+            print(f"{path.name}: quiz outputs made again")
     return 0
 
 
