@@ -101,6 +101,7 @@ def test_the_quiz_output_needs_nothing_from_outside(capsys):
     html = "".join(d.get("text/html", "") for d in published)
     assert "show_questions" in js and "fetch(" not in js and "<script src" not in html and "@import" not in html
     assert not re.search(r"(src|href)=[\"']https?:", html + js)
+    assert "MathJax.typeset([" not in js and "courseTypeset(" in js and "aria-label" in js   # utils.quiz.quiz_script
 
 
 def test_a_part_that_names_no_section_is_refused(tmp_path, monkeypatch):

@@ -5,14 +5,15 @@ names (``scripts/authoring/quiz_cells.py --write NN`` writes the cells). A quest
 (a multiple-choice question's ``answers`` each with ``correct`` and ``feedback``; a numeric question's answers
 a ``value`` or a ``range``, each with feedback, and a ``default`` one for any other number).
 
-The quiz is static HTML and JavaScript carried by the cell's output (jupyterquiz inlines its scripts and
-styles, nothing is fetched), so the same output works in JupyterLab with a kernel, on the website with none,
+The quiz is static HTML and JavaScript carried by the cell's output (jupyterquiz's scripts and styles inlined,
+nothing is fetched; ``quiz_script`` makes its MathJax calls wait their turn and names the number box), so the same output works in JupyterLab with a kernel, on the website with none,
 and in the student edition once the cell is run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 QUIZZES = Path(__file__).resolve().parent / "quizzes"
@@ -51,6 +52,7 @@ COLOURS = {
     "--jq-link-color": "#b9d3ff",
 }
 STYLE = """<style>
+.Quiz { background: #1d3557; color: #fafafa; padding: 0 10px 10px; }
 .Quiz .Feedback.correct { color: #9be7a8; }
 .Quiz .Feedback.incorrect { color: #ffc4bd; }
 .Quiz .Input-text { color: #101010; }
@@ -58,11 +60,48 @@ STYLE = """<style>
 @media (max-width: 600px) { .Quiz { font-size: 13pt; } .Quiz .Feedback { font-size: 13pt; } }
 </style>"""
 
+# Before jupyterquiz's code: MathJax typesets the quiz one request after another (a click's typesetting waits
+# for the page's, where MathJax 3 is loaded; in JupyterLab there is none to call), and a page whose MathJax is
+# still its configuration object (no ``version`` yet) is not taken for MathJax 2.
+TYPESET_JS = """var courseTypeset = function (el) {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise && MathJax.typesetPromise) {
+    MathJax.startup.promise = MathJax.startup.promise.then(function () { return MathJax.typesetPromise([el]); })
+      .catch(function (e) { console.log(e); });
+  }
+};
+"""
+# After it: the number box gets a name a screen reader reads (jupyterquiz's label is not tied to it).
+LABEL_JS = """
+(function name(tries) {
+  var root = document.getElementById("%s");
+  var boxes = root ? root.querySelectorAll('.Input-text') : [];
+  if (!root || !root.querySelector('.Quiz')) { if (tries < 100) setTimeout(function () { name(tries + 1); }, 100); return; }
+  boxes.forEach(function (box) { box.setAttribute('aria-label', 'Your answer, a number; press Enter'); });
+})(0);
+"""
+
+
+def quiz_script(qs: list[dict], div_id: str) -> str:
+    """jupyterquiz's script for the questions, with :data:`TYPESET_JS` and :data:`LABEL_JS` around it."""
+    from jupyterquiz.dynamic.loader import load_questions_script
+    from jupyterquiz.dynamic.renderer import build_script
+
+    prefix, static, url = load_questions_script(qs, div_id)
+    script = build_script(prefix, static, url, div_id, True)
+    script = re.sub(r"\b(var|const|let) (\w+) = MathJax\.version;", r'\1 \2 = MathJax.version || "";', script)
+    script = re.sub(r"MathJax\.typeset\(\[(\w+)\]\);", r"courseTypeset(\1);", script)
+    return TYPESET_JS + script + LABEL_JS % div_id
+
 
 def check_yourself(notebook: str, part: int) -> None:
     """Show one part of a notebook's quiz: click an answer, read why it is right or wrong."""
-    from IPython.display import HTML, display
-    from jupyterquiz import display_quiz
+    import random
+    import string
 
-    display_quiz(questions(notebook, part), shuffle_answers=False, colors=COLOURS, max_width=760)
-    display(HTML(STYLE))
+    from IPython.display import HTML, Javascript, display
+    from jupyterquiz.dynamic.renderer import build_styles, render_div
+
+    div_id = "".join(random.choice(string.ascii_letters) for _ in range(12))
+    div = render_div(div_id, False, False, False, 1_000_000, 760, 10, "left")   # no shuffling: one order everywhere
+    display(HTML(div + build_styles(div_id, COLOURS) + STYLE))
+    display(Javascript(quiz_script(questions(notebook, part), div_id)))
