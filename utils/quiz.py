@@ -98,10 +98,13 @@ def check_yourself(notebook: str, part: int) -> None:
     import random
     import string
 
-    from IPython.display import HTML, Javascript, display
+    from IPython.display import HTML, display
     from jupyterquiz.dynamic.renderer import build_styles, render_div
 
     div_id = "".join(random.choice(string.ascii_letters) for _ in range(12))
     div = render_div(div_id, False, False, False, 1_000_000, 760, 10, "left")   # no shuffling: one order everywhere
     display(HTML(div + build_styles(div_id, COLOURS) + STYLE))
-    display(Javascript(quiz_script(questions(notebook, part), div_id)))
+    # where the script does not run (a downloaded notebook not yet trusted), the line a reader sees instead
+    display({"application/javascript": quiz_script(questions(notebook, part), div_id),
+             "text/plain": "Check yourself: run this cell to show the quiz (or read it on the course's website)"},
+            raw=True)
