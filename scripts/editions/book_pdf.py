@@ -168,6 +168,7 @@ section.course-pdf-chapter:first-child { break-before: auto; }
 .cell_output img { max-width: 100% !important; break-inside: avoid; }
 pre { white-space: pre-wrap !important; word-break: break-word; overflow: visible !important; }
 pre .course-pdf-line { display: block; }
+div.highlight pre { font-size: 12px !important; }   /* 83 characters, the site's code width, fit an A4 line */
 .course-quiz-print { display: block !important; }
 a.course-pdf-unlinked { color: inherit; text-decoration: none; }
 .course-pdf-contents { font-size: 0.9em; }
