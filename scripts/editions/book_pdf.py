@@ -18,6 +18,7 @@ prints it with `page.pdf` (A4, page numbers in the footer). The book can be navi
   served (a download, the search page) loses its target, so nothing in the PDF points at the temporary
   server that printed it.
 
+A code line too long for the page wraps under its own indentation (a hanging indent, ``HANG_CODE_JS``).
 Code model answers stay behind their toggle and open questions' model answers stay folded, as on the site;
 speaker notes are not on the site. Prints the page count, the bookmarks, the internal links and the size.
 """
@@ -119,6 +120,41 @@ FILL_PAGES_JS = r"""
   document.body.classList.add('course-pdf-numbers-only');
 }
 """
+# A code line too long for the page wraps under its own indentation, four columns in, not at the left margin:
+# each line of a code block becomes a block with a hanging indent (the highlighting spans kept, split at
+# their newlines), since CSS alone cannot indent the continuation of one line of a <pre>.
+HANG_CODE_JS = r"""() => {
+  let blocks = 0;
+  for (const pre of document.querySelectorAll('div.highlight pre')) {
+    const lines = [[]];
+    for (const node of Array.from(pre.childNodes)) {
+      const text = node.textContent;
+      const pieces = text.split('\n');
+      pieces.forEach((piece, k) => {
+        if (k > 0) lines.push([]);
+        if (piece === '') return;
+        let part;
+        if (node.nodeType === Node.TEXT_NODE) part = document.createTextNode(piece);
+        else { part = node.cloneNode(false); part.textContent = piece; }
+        lines[lines.length - 1].push(part);
+      });
+    }
+    if (lines.length > 1 && lines[lines.length - 1].length === 0) lines.pop();
+    pre.textContent = '';
+    for (const parts of lines) {
+      const line = document.createElement('span');
+      line.className = 'course-pdf-line';
+      const text = parts.map(p => p.textContent).join('');
+      const indent = text.length - text.trimStart().length + 4;
+      line.style.paddingLeft = indent + 'ch';
+      line.style.textIndent = (-indent) + 'ch';
+      if (parts.length) parts.forEach(p => line.appendChild(p)); else line.textContent = '\u200b';
+      pre.appendChild(line);
+    }
+    blocks++;
+  }
+  return blocks;
+}"""
 PRINT_CSS = """
 .bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .header-article, .prev-next-area, .bd-footer,
 .bd-footer-content, .bd-footer-article, .headerlink, .copybtn, #pst-back-to-top { display: none !important; }
@@ -131,6 +167,9 @@ section.course-pdf-chapter { break-before: page; }
 section.course-pdf-chapter:first-child { break-before: auto; }
 .cell_output img { max-width: 100% !important; break-inside: avoid; }
 pre { white-space: pre-wrap !important; word-break: break-word; overflow: visible !important; }
+pre .course-pdf-line { display: block; }
+div.highlight pre { font-size: 12px !important; }   /* 83 characters, the site's code width, fit an A4 line */
+.course-quiz-print { display: block !important; }
 a.course-pdf-unlinked { color: inherit; text-decoration: none; }
 .course-pdf-contents { font-size: 0.9em; }
 .course-pdf-contents h1 { margin: 0 0 0.6em; }
@@ -304,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   "placeholder": PLACEHOLDER})
             n = combined["pages"]
             page.evaluate(HIDE_NUMBERS_JS)
+            page.evaluate(HANG_CODE_JS)
             page.add_style_tag(content=PRINT_CSS)
             page.emulate_media(media="print")
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,9 @@ ready for a reader:
   the lines a removed hidden test printed (``ex1_check: hidden tests passed``), which no code shown prints;
 * an explorer's output keeps its saved figure (``image/png``) and gets one line saying to open the
   notebook in Jupyter to move its controls (``scripts/editions/build_decks.py``'s widget handling);
+* a "Check yourself" quiz cell (``utils.quiz``) keeps its output, which draws the quiz in the browser with no
+  kernel, and gets a plain copy for the printed book (questions, options, then the answers and why), hidden
+  on screen (``site/_static/course.css``) and shown by ``make book-pdf``, whose page runs no script;
 * each figure gets alt text: the figure's cell's leading comment or the sentence that introduces it;
 * links to repository files that are not pages of the site (``scripts/``, ``runs/``, ``utils/``)
   point at the repository (``repository.url`` in ``site/_config.yml``);
@@ -170,6 +173,33 @@ def drop_printed_by(outputs: list, names: list[str]) -> list:
     return kept
 
 
+QUIZ_CALL = re.compile(r'check_yourself\("(\d\d)", (\d+)\)')
+
+
+def quiz_for_print(notebook: str, part: str) -> str:
+    """A quiz part as plain HTML for the printed book (``make book-pdf``), where the page's scripts do not run:
+    each question with its options, then the right answer and why. Hidden on screen (site/_static/course.css)."""
+    import html
+
+    from utils.quiz import questions
+
+    items, answers = [], []
+    for k, q in enumerate(questions(notebook, int(part)), start=1):
+        if q["type"] == "multiple_choice":
+            options = "".join(f"<li>{a['answer']}</li>" for a in q["answers"])
+            right = next(a for a in q["answers"] if a["correct"])
+            items.append(f"<li>{q['question']}<ol type=\"a\">{options}</ol></li>")
+            letter = "abcdefgh"[q["answers"].index(right)]
+            answers.append(f"<li>({letter}) {right['feedback']}</li>")
+        else:
+            right = next(a for a in q["answers"] if a.get("correct"))
+            value = html.escape(f"{right['value']:g}")
+            items.append(f"<li>{q['question']} <em>(a number)</em></li>")
+            answers.append(f"<li>{value}: {right['feedback']}</li>")
+    return (f'<div class="course-quiz-print"><p><strong>Check yourself</strong></p><ol>{"".join(items)}</ol>'
+            f'<p><em>Answers</em></p><ol class="course-quiz-answers">{"".join(answers)}</ol></div>')
+
+
 def is_answer(cell) -> bool:
     return bool(cell.metadata.get("nbgrader", {}).get("solution")) or is_solution(cell)
 
@@ -208,6 +238,9 @@ def prepare_notebook(nb):
             outputs.append(output)
             if was_widget and "image/png" in output.get("data", {}):
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_LINE}))
+        quiz = QUIZ_CALL.search(cell.source)
+        if quiz:
+            outputs.append(nbformat.v4.new_output("display_data", data={"text/html": quiz_for_print(*quiz.groups())}))
         cell.outputs = outputs
         if any("image/png" in o.get("data", {}) for o in outputs):
             cell.metadata.setdefault("mystnb", {})["image"] = {"alt": alt_text(cell, previous_md, heading)}

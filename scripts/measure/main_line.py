@@ -1,6 +1,7 @@
 """Each notebook's main line against its budget, and where its checks are: a table per notebook of the
 main line's minutes (the ``##`` sections before ``## Exercises``, by the rule in
-``scripts/measure/section_minutes.py``), the appendix's minutes, and the ``assert`` statements of the
+``scripts/measure/section_minutes.py``, without the "Check yourself" quiz cells, whose minutes and questions
+are shown beside them), the appendix's minutes, and the ``assert`` statements of the
 main line, the Exercises section (with the Summary and references) and the appendix.
 
     python scripts/measure/main_line.py          # the table
@@ -26,7 +27,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from scripts.measure.section_minutes import NOTEBOOKS, minutes, sections  # noqa: E402
+from scripts.measure.section_minutes import MIN_PER_QUIZ_QUESTION, NOTEBOOKS, QUIZ_CALL, minutes, sections  # noqa: E402
 from utils.sections import APPENDIX_HEADING, appendix_start, exercises_start  # noqa: E402
 
 BUDGET = 45   # minutes of reading for a notebook's main line
@@ -47,10 +48,22 @@ def asserts(cells) -> int:
     return sum(len(ASSERT.findall(c.source)) for c in cells if c.cell_type == "code")
 
 
-def main_line_minutes(nb) -> int:
+def is_quiz(cell) -> bool:
+    return cell.cell_type == "code" and bool(QUIZ_CALL.search(cell.source))
+
+
+def main_line_minutes(nb, quiz: bool = False) -> int:
+    """The main line's reading minutes; its "Check yourself" quiz cells (``utils.quiz``) only with ``quiz=True``:
+    the budget is for the lesson, the quiz's minutes are shown beside it (and in each section's line)."""
     ex = exercises_start(nb.cells)
     ex = len(nb.cells) if ex is None else ex
-    return sum(minutes(cells) for i, title, cells in sections(nb) if i < ex)
+    return sum(minutes([c for c in cells if quiz or not is_quiz(c)]) for i, title, cells in sections(nb) if i < ex)
+
+
+def quiz_questions(nb) -> int:
+    from utils.quiz import questions
+
+    return sum(len(questions(n, int(k))) for c in parts(nb)["main"] if is_quiz(c) for n, k in QUIZ_CALL.findall(c.source))
 
 
 def appendix_minutes(nb) -> int:
@@ -109,7 +122,9 @@ def mark_appendix_skipped(nb) -> bool:
 def row(path: Path) -> dict:
     nb = nbformat.read(path, as_version=4)
     p = parts(nb)
+    q = quiz_questions(nb)
     return {"notebook": path.name[:2], "main_minutes": main_line_minutes(nb), "appendix_minutes": appendix_minutes(nb),
+            "quiz_questions": q, "quiz_minutes": round(q * MIN_PER_QUIZ_QUESTION, 1),
             "has_appendix": appendix_start(nb.cells) is not None,
             "asserts": {k: asserts(v) for k, v in p.items()}}
 
@@ -131,11 +146,12 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"{'nb':<3} {'main min':>8} {'appendix min':>12}  {'asserts: main':>13} {'exercises':>9} {'appendix':>8} {'total':>5}")
+    print(f"{'nb':<3} {'main min':>8} {'quiz':>10} {'appendix min':>12}  {'asserts: main':>13} {'exercises':>9} {'appendix':>8} {'total':>5}")
     for r in rows:
         a = r["asserts"]
         flag = "" if r["main_minutes"] <= BUDGET else f"   over the {BUDGET}-minute budget"
-        print(f"{r['notebook']:<3} {r['main_minutes']:>8} {r['appendix_minutes'] if r['has_appendix'] else '-':>12}  "
+        quiz = f"+{r['quiz_minutes']:.1f} ({r['quiz_questions']}q)" if r["quiz_questions"] else "-"
+        print(f"{r['notebook']:<3} {r['main_minutes']:>8} {quiz:>10} {r['appendix_minutes'] if r['has_appendix'] else '-':>12}  "
               f"{a['main']:>13} {a['exercises']:>9} {a['appendix']:>8} {sum(a.values()):>5}{flag}")
     return 0
 

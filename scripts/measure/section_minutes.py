@@ -6,8 +6,11 @@ time (reading the section and trying its code); a speaker note's ``**Lecture tim
 lecturer's time for presenting it (LECTURES.md adds those up per lecture).
 
 The rule (an estimate, the same for every notebook): prose at 150 words a minute (technical text
-with equations), code at 8 lines a minute (read it, predict what it prints, check), and 1 minute
-for each figure; rounded up, at least 1. Waiting for a cell to run is not included: each
+with equations), code at 8 lines a minute (read it, predict what it prints, check; a line is a logical
+line, a statement or a compound statement's header, so a statement wrapped to the page's width over several
+lines counts once: scripts/authoring/code_width.py), and 1 minute
+for each figure; a "Check yourself" quiz cell (``utils.quiz``) 20 seconds a question (read it, click, read
+the feedback), in place of its code lines; rounded up, at least 1. Waiting for a cell to run is not included: each
 notebook's run time is in the README. Speaker notes, the bootstrap cell, ``skip``-ped title cards and the solutions
 between nbgrader's markers are not counted; the Exercises section carries its own estimates.
 
@@ -19,16 +22,21 @@ between nbgrader's markers are not counted; the Exercises section carries its ow
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WORDS_PER_MIN, CODE_LINES_PER_MIN, MIN_PER_FIGURE = 150, 8, 1.0
+MIN_PER_QUIZ_QUESTION = 1 / 3
+QUIZ_CALL = re.compile(r'check_yourself\("(\d\d)", (\d+)\)')
 SKIP_SECTIONS = {"exercises", "summary"}
 LINE_RE = re.compile(r"^\*≈ \d+ min on your own\*$")
 OLD_LINE_RE = re.compile(r"^\*≈ \d+ min\*$")     # the line before it said whose minutes they are: replaced
@@ -56,8 +64,20 @@ def sections(nb) -> list[tuple[int, str, list]]:
     return out
 
 
+def code_lines(source: str) -> int:
+    """Logical lines of code (Python's NEWLINE tokens; IPython's ``%``/``!`` lines count one each), comments and
+    blank lines left out; where the source does not tokenize, its non-blank, non-comment lines."""
+    blanked = "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in source.split("\n"))
+    try:
+        return sum(1 for t in tokenize.generate_tokens(io.StringIO(blanked).readline) if t.type == tokenize.NEWLINE)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return sum(1 for l in source.splitlines() if l.strip() and not l.strip().startswith("#"))
+
+
 def minutes(cells) -> int:
-    words = code = figures = 0
+    from utils.quiz import questions
+
+    words = code = figures = quiz = 0
     for cell in cells:
         if _notes(cell) or cell.source.startswith(BOOTSTRAP):
             continue
@@ -65,10 +85,13 @@ def minutes(cells) -> int:
         if cell.cell_type == "markdown":
             text = "\n".join(l for l in src.splitlines() if not (LINE_RE.match(l.strip()) or OLD_LINE_RE.match(l.strip())))
             words += len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " x ", text)))
+        elif QUIZ_CALL.search(src):
+            quiz += sum(len(questions(nb, int(part))) for nb, part in QUIZ_CALL.findall(src))
         else:
-            code += sum(1 for l in src.splitlines() if l.strip() and not l.strip().startswith("#"))
+            code += code_lines(src)
             figures += sum(1 for o in cell.get("outputs", []) if "image/png" in o.get("data", {}))
-    return max(1, math.ceil(words / WORDS_PER_MIN + code / CODE_LINES_PER_MIN + figures * MIN_PER_FIGURE))
+    total = words / WORDS_PER_MIN + code / CODE_LINES_PER_MIN + figures * MIN_PER_FIGURE + quiz * MIN_PER_QUIZ_QUESTION
+    return max(1, math.ceil(round(total, 9)))
 
 
 def expected(nb) -> dict[int, int]:

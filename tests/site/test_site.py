@@ -20,7 +20,9 @@ Each page is opened once (the `crawl` fixture) and what it showed is checked by 
 * on a phone no page is wider than the screen, and in dark mode every piece of inline code (the
   explorers' notes included) and axe-core's colour-contrast rule pass on every page;
 * the landing page links the site's licence page and the PDF; "Next" after the last chapter leads to
-  the closing page.
+  the closing page;
+* a "Check yourself" quiz on one chapter of each part, answered wrong and then right by clicks (and a number
+  typed), shows the feedback written for each answer, with no kernel.
 
 Everything it writes goes under build/ (screenshots: build/site-test/); the checkout stays clean.
 """
@@ -594,3 +596,59 @@ def test_checkout_is_clean():
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
     assert status == "", status
+
+
+# ------------------------------------------------------------------ Check yourself (utils.quiz)
+QUIZ_PAGES = ["01_tokens_and_embeddings", "04_scaled_dot_product_attention", "07_transformer_block",
+              "10_attention_at_scale"]   # one chapter of each part
+
+
+def _quiz_questions(stem: str) -> list[dict]:
+    sys.path.insert(0, str(ROOT))
+    from utils.quiz import parts
+
+    return [q for part in parts(stem[:2]) for q in part["questions"]]
+
+
+def _plain_text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html)).replace("&lt;", "<").replace("&gt;", ">").replace(
+        "&amp;", "&").strip()
+
+
+@pytest.mark.parametrize("stem", QUIZ_PAGES, ids=[s[:2] for s in QUIZ_PAGES])
+def test_a_quiz_answered_wrong_then_right_shows_its_feedback(browser, server, stem):
+    """Every question of the chapter's quizzes is on its page with no kernel; the first multiple-choice question
+    and the first numeric one (if any) are answered wrong, then right, by clicks and keys, and each time the
+    feedback written for that answer shows, marked incorrect or correct."""
+    questions = _quiz_questions(stem)
+    tab = OfflinePage(browser, server)
+    page = tab.open(f"notebooks/{stem}.html")
+    quizzes = page.locator(".Quiz")
+    assert quizzes.count() == len(questions), f"{stem}: {quizzes.count()} questions on the page, {len(questions)} in the quiz"
+    mc_index = next(i for i, q in enumerate(questions) if q["type"] == "multiple_choice")
+    q, box = questions[mc_index], quizzes.nth(mc_index)
+    wrong = next(a for a in q["answers"] if not a["correct"])
+    right = next(a for a in q["answers"] if a["correct"])
+    box.scroll_into_view_if_needed()
+    box.locator(".MCButton", has_text=_plain_text(wrong["answer"])[:40]).first.click()
+    feedback = box.locator(".Feedback")
+    assert "incorrect" in feedback.get_attribute("class")
+    assert _plain_text(wrong["feedback"])[:60] in feedback.inner_text()
+    box.locator(".MCButton", has_text=_plain_text(right["answer"])[:40]).first.click()
+    assert "correct" in feedback.get_attribute("class").split()
+    assert _plain_text(right["feedback"])[:60] in feedback.inner_text()
+    page.screenshot(path=str(SHOTS / f"quiz_{stem[:2]}.png"))
+    numeric = [i for i, q in enumerate(questions) if q["type"] == "numeric"]
+    if numeric:
+        q, box = questions[numeric[0]], quizzes.nth(numeric[0])
+        box.scroll_into_view_if_needed()
+        field = box.locator("input.Input-text")
+        value = next(a for a in q["answers"] if a.get("correct"))["value"]
+        for typed, ok in ((value * 3 + 1, False), (value, True)):
+            field.click()
+            field.type(f"{typed:g}" if isinstance(typed, float) else str(typed))
+            field.press("Enter")
+            classes = box.locator(".Feedback").get_attribute("class").split()
+            assert ("correct" in classes) is ok and ("incorrect" in classes) is not ok, (typed, classes)
+    assert tab.failures == [], tab.failures
+    tab.close()
