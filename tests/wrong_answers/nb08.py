@@ -126,8 +126,6 @@ WRONG += [
           variant(_BEAM, "(toks + [tok], s + lp)", "(toks + [tok], lp)")),
     Wrong("ex1", "the penalty (5 + n) ** alpha / 6",
           variant(_BEAM, "return ((5 + n) / 6) ** alpha", "return (5 + n) ** alpha / 6")),
-    Wrong("ex1", "candidates ranked by their length-normalised score, not the summed log-probability",
-          variant(_BEAM, "cands.sort(key=lambda c: -c[1])", "cands.sort(key=lambda c: -c[1] / penalty(len(c[0])))")),
     Wrong("ex1", "the finished hypotheses counted per step, not over all the steps",
           variant(variant(_BEAM, "            cands.sort(key=lambda c: -c[1])\n",
                           "            cands.sort(key=lambda c: -c[1])\n            before = len(finished)\n"),
