@@ -104,3 +104,59 @@ RIGHT = [
         return best[0], best[1]
 '''),
 ]
+
+_STOP = "            if not live or len(finished) >= beam_size:\n"
+_ELSE = "        else:  # max_len reached: the live hypotheses compete as they are\n"
+
+WRONG += [
+    # the student report (student_01_08.md): passed every visible check before issue 39
+    Wrong("ex1", "the live hypotheses compete after every stop, not only when max_len is reached",
+          variant(_BEAM, _ELSE, "        if True:  # the live hypotheses compete\n")),
+    Wrong("ex1", "the live hypotheses compete only when nothing has finished",
+          variant(_BEAM, _ELSE, "        if not finished:  # the live hypotheses compete\n")),
+    Wrong("ex2", "the pad id hard-coded to 0", _smooth(ret="loss[target != 0].mean()")),
+    # written from the prompts alone (issue 39)
+    Wrong("ex1", "the search stops at the first finished hypothesis",
+          variant(_BEAM, _STOP, _STOP.replace("len(finished) >= beam_size", "finished"))),
+    Wrong("ex1", "alpha hard-coded to 0.6 in the penalty",
+          variant(_BEAM, "return ((5 + n) / 6) ** alpha", "return ((5 + n) / 6) ** 0.6")),
+    Wrong("ex1", "<eos> kept in the returned tokens",
+          variant(_BEAM, "finished.append((toks[:-1], s / penalty(len(toks))))", "finished.append((toks, s / penalty(len(toks))))")),
+    Wrong("ex1", "the prefix's log-probability not carried (each candidate scored by its last token)",
+          variant(_BEAM, "(toks + [tok], s + lp)", "(toks + [tok], lp)")),
+    Wrong("ex1", "the penalty (5 + n) ** alpha / 6",
+          variant(_BEAM, "return ((5 + n) / 6) ** alpha", "return (5 + n) ** alpha / 6")),
+    Wrong("ex1", "the finished hypotheses counted per step, not over all the steps",
+          variant(variant(_BEAM, "            cands.sort(key=lambda c: -c[1])\n",
+                          "            cands.sort(key=lambda c: -c[1])\n            before = len(finished)\n"),
+                  _STOP, _STOP.replace("len(finished) >= beam_size", "len(finished) - before >= beam_size"))),
+    Wrong("ex1", "max_len counted with <bos> (one step fewer)",
+          variant(_BEAM, "for _ in range(max_len):", "for _ in range(max_len - 1):")),
+    Wrong("ex1", "hypotheses cut off at max_len compared by their summed log-probability, no penalty",
+          variant(_BEAM, "finished += [(toks, s / penalty(len(toks))) for toks, s in live]",
+                  "finished += [(toks, s) for toks, s in live]")),
+    Wrong("ex2", "the pads' loss zeroed but the sum divided by N", _smooth(ret="(loss * keep).sum() / len(target)")),
+    Wrong("ex2", "keep = target > pad_id (right only while the pad id is the smallest id)",
+          _smooth(ret="loss[target > pad_id].mean()")),
+    Wrong("ex2", "eps times the summed log-probabilities, not their mean", _smooth(uniform="-logp.sum(-1)")),
+    Wrong("ex2", "the right word left out of the eps/V share",
+          _smooth(uniform="-(logp.sum(-1) - logp.gather(1, target[:, None]).squeeze(1)) / V")),
+    Wrong("ex2", "log_softmax over the positions (dim=0)",
+          _SMOOTH.format(uniform="-logp.mean(-1)", mix="(1 - eps) * nll + eps * uniform", ret="loss[keep].mean()")
+          .replace("logits.log_softmax(-1)", "logits.log_softmax(0)")),
+    Wrong("ex2", "softmax, then log (-inf when a logit is far below the largest)",
+          _SMOOTH.format(uniform="-logp.mean(-1)", mix="(1 - eps) * nll + eps * uniform", ret="loss[keep].mean()")
+          .replace("logits.log_softmax(-1)", "logits.softmax(-1).log()")),
+    Wrong("ex2", "the per-position losses returned, not their mean", _smooth(ret="loss[keep]")),
+]
+
+RIGHT += [
+    Right("ex2", "the smoothed target built as an (N, V) tensor, padded rows weighted 0", '''def smoothed_loss(logits, target, eps, pad_id=0):
+    V = logits.shape[1]
+    q = torch.full_like(logits, eps / V)
+    q[torch.arange(len(target)), target] += 1 - eps
+    per_position = -(q * torch.log_softmax(logits, dim=1)).sum(dim=1)
+    real = target.ne(pad_id)
+    return per_position.masked_select(real).sum() / real.sum()
+'''),
+]
