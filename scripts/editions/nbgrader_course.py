@@ -300,7 +300,8 @@ def watch_cells(section, trusted):
 
 class JudgeProcess:
     """``python -I -m utils.grading serve`` in a fresh, isolated interpreter (``-I``: no current folder
-    on its path, so a ``utils/`` planted beside a submission is never imported), started before the
+    on its path, so a ``utils/`` planted beside a submission is never imported; ``utils`` is the course
+    tree's own, the one whose copy the sandbox gives the kernel), started before the
     student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
     answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
     folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
@@ -312,7 +313,12 @@ class JudgeProcess:
         self.log = log
         self.nonce = secrets.token_hex(16)
         text = Path(source).read_text(encoding="utf-8")
-        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
+        # -I ignores PYTHONPATH and the current folder; the judge then imports utils from the tree whose
+        # utils/ the sandbox copies for the kernel (utils.sandbox.ROOT), not whatever the environment installed
+        from utils.sandbox import ROOT as tree
+
+        start = f"import sys; sys.path.insert(0, {str(tree)!r}); from utils.grading import main; sys.exit(main(['serve']))"
+        self.proc = subprocess.Popen([sys.executable, "-I", "-c", start],
                                      cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number}
