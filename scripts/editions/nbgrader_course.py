@@ -208,6 +208,7 @@ class ExerciseSectionExecute(Execute):
         flags = tamper_report(nb, trusted if source else None) \
             if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
+        note_reviews(nb, number)
         if box is not None:
             box.close()
         else:
@@ -412,6 +413,56 @@ def apply_verdicts(nb, verdicts, flags=None, missing=None):
         else:
             cell.outputs = [new_output("error", ename="JudgeFailed", evalue=reason,
                                        traceback=[f"judge: failed: {reason}"])] + outputs
+
+
+REVIEW_NOTE = ("for the instructor: this exercise's rule (write it yourself) rests on the call watch alone for {what}; "
+               "read answer cell {exercise} (INSTRUCTORS.md, 'What the sandbox does not guarantee')\n")
+
+
+def note_reviews(nb, number):
+    """In each check cell that passed, of an exercise whose rule no automatic check settles
+    (``utils.grading_registry.review``), a line saying which answer cell a person reads; ``ReviewRules``
+    then lists the cell as needing a manual grade."""
+    from nbformat.v4 import new_output
+
+    from utils.grading_registry import exercise_of, review
+
+    todo = review(number or None)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        exercise = exercise_of(meta.get("grade_id", ""))
+        if exercise in todo and not any(o.output_type == "error" for o in cell.outputs):
+            what = ", ".join(todo[exercise])
+            cell.outputs.append(new_output("stream", name="stdout", text=REVIEW_NOTE.format(what=what, exercise=exercise)))
+
+
+class ReviewRules(NbGraderPreprocessor):
+    """After ``SaveAutoGrades``: the check cells of an exercise whose rule rests on the call watch alone
+    (``utils.grading_registry.review``) that scored are marked "needs manual grade" in the gradebook, so the
+    formgrader lists the submission and a person reads the answer cell; the automatic score stands until
+    they change it."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        from utils.grading_registry import exercise_of, review
+
+        info = resources["nbgrader"]
+        todo = review(str(info["notebook"])[:2])
+        if not todo:
+            return nb, resources
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if cell.cell_type != "code" or not meta.get("grade") or exercise_of(meta.get("grade_id", "")) not in todo:
+                    continue
+                grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
+                if grade.auto_score:
+                    grade.needs_manual_grade = True
+            gb.db.commit()
+        return nb, resources
 
 
 # nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.
