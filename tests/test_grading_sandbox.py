@@ -325,7 +325,8 @@ def test_review_lists_what_removal_leaves_to_the_watch():
     from utils.grading_registry import review
 
     assert review("09") == {"ex4": ("aten::scaled_dot_product_attention",)}   # WATCH_ONLY: the course's GPT uses it
-    assert review("02") == {} and review("07") == {}
+    assert review("03") == {} and review("07") == {}
+    assert set(review("02")) == {"ex3"}   # nn.GRUCell stays for Exercise 4's decoder
     for notebook, exercises in REGISTRY.items():
         for exercise, left in review(notebook).items():
             listed = entries(notebook, exercise)
