@@ -9,7 +9,7 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(_REPO))
-from scripts.editions.nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute  # noqa: E402
+from scripts.editions.nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute, ReviewRules  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
@@ -30,13 +30,15 @@ c.GenerateAssignment.preprocessors = RELEASE_PREPROCESSORS
 c.ClearMarkScheme.enforce_metadata = False  # mark schemes live in the open questions' answer cells (RELEASE_CONFIG)
 
 # Autograde runs only the `## Exercises` section of a submission (self-contained by the course's
-# convention), not the demonstration training above it: nbgrader's default pipeline otherwise.
+# convention), not the demonstration training above it: nbgrader's default pipeline otherwise, and
+# ReviewRules after SaveAutoGrades.
 c.Autograde.autograde_preprocessors = [
     ExerciseSectionExecute,
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
     SaveAutoGrades,
+    ReviewRules,          # a rule only the call watch checks: the cells that scored need a person (INSTRUCTORS.md)
     AssignLatePenalties,
     CheckCellMetadata,
 ]

@@ -314,3 +314,23 @@ def test_autograde_takes_exactly_one_verdict_line_and_only_with_its_nonce():
         verdicts = judge.decide("/nonexistent")
         assert (verdicts == {"ex1_check": None}) == passed, (out, verdicts)
         assert passed or "*" in verdicts
+
+
+def test_review_lists_what_removal_leaves_to_the_watch():
+    """utils.grading_registry.review: the exercises whose rule rests on the call watch alone (autograde marks
+    their check cells for a person), and only those: each listed ATen overload has no composite kernel that
+    removal could override, each listed entry is in the exercise's registry or is an overload of one."""
+    import torch
+
+    from utils.grading_registry import review
+
+    assert review("09") == {"ex4": ("aten::scaled_dot_product_attention",)}   # WATCH_ONLY: the course's GPT uses it
+    assert review("03") == {} and review("07") == {}
+    assert set(review("02")) == {"ex3"}   # nn.GRUCell stays for Exercise 4's decoder
+    for notebook, exercises in REGISTRY.items():
+        for exercise, left in review(notebook).items():
+            listed = entries(notebook, exercise)
+            for entry in left:
+                assert entry in listed or entry.split(".")[0] in listed, (notebook, exercise, entry)
+                if entry.startswith("aten::") and entry not in WATCH_ONLY.get(notebook, set()):
+                    assert not torch._C._dispatch_has_kernel_for_dispatch_key(entry, "CompositeImplicitAutograd")

@@ -306,12 +306,14 @@ def course(tmp_path_factory):
     return root, paths
 
 
-def scores(root, aid, nb_name, student):
+def scores(root, aid, nb_name, student, review=False):
+    """grade_id -> (auto score, max score, cell type), and whether it needs a manual grade if ``review``."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         nb = gb.find_submission_notebook(nb_name, aid, student)
-        return {g.name: (g.auto_score, g.max_score, g.cell_type) for g in nb.grades}
+        return {g.name: (g.auto_score, g.max_score, g.cell_type) + ((g.needs_manual_grade,) if review else ())
+                for g in nb.grades}
 
 
 def autograded(root, aid, student, name):
@@ -355,6 +357,28 @@ def test_solutions_score_full_marks_and_hidden_tests_ran(course):
             text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
             assert "recorded for the judge" in text and "judge: passed" in text, cell.source[:200]
             assert not any(o.output_type == "error" for o in cell.outputs), cell.source[:200]
+
+
+def test_rules_only_the_watch_checks_are_shown_to_the_instructor(course):
+    """An exercise whose "write it yourself" rule removal cannot settle (utils.grading_registry.review): its
+    check cells keep their points, are marked "needs manual grade", and say which answer cell to read; no
+    other check cell is marked."""
+    from utils.grading_registry import exercise_of, review
+
+    root, paths = course
+    for p in paths:
+        todo = review(p.name[:2])
+        got = scores(root, p.stem, p.stem, "solution", review=True)
+        nb = autograded(root, p.stem, "solution", p.name)
+        for cell in nb.cells:
+            gid = grade_id(cell)
+            if cell.cell_type != "code" or gid not in got or got[gid][2] != "code":
+                continue
+            text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            reviewed = exercise_of(gid) in todo
+            assert got[gid][3] == reviewed, (p.name, gid, got[gid])
+            assert (f"read answer cell {exercise_of(gid)}" in text) == reviewed, (p.name, gid, text[-300:])
+            assert got[gid][0] == got[gid][1], (p.name, gid, got[gid])
 
 
 def test_every_adversarial_submission_scores_zero_on_what_it_attacks(course):

@@ -98,6 +98,7 @@ REGISTRY: dict[str, dict[str, list[str]]] = {
 # entries that other parts of the same notebook's Exercises section use (the course's own set-up, the
 # hidden inputs, another exercise's model answer): watched while their exercise is checked, not removed
 WATCH_ONLY: dict[str, set[str]] = {
+    "02": {"torch.nn:GRUCell.forward", "aten::gru_cell"},   # Exercise 4's decoder is an nn.GRUCell (allowed there)
     "09": {"aten::scaled_dot_product_attention"},
 }
 
@@ -272,6 +273,47 @@ def remove(notebook: str) -> list[str]:
             elif _remove_function(obj):
                 done.append(entry)
     return done
+
+
+def watched_only(notebook: str | None, exercise: str) -> list[str]:
+    """What of the exercise's entries removal leaves callable: its ``WATCH_ONLY`` entries, the overloads of its
+    ATen operators that have a backend kernel of their own (:func:`_remove_op` cannot override those and still
+    serve the course's cells), and Python functions it cannot replace (closures, built-ins). For these the
+    exercise's "write it yourself" rule rests on the call watch alone, which code written to deceive can undo
+    inside the kernel; autograde therefore shows the instructor the exercise's answer cell (:func:`review`)."""
+    import torch
+
+    left = []
+    keep = WATCH_ONLY.get(notebook or "", set())
+    for entry in entries(notebook, exercise):
+        if entry in keep:
+            left.append(entry)
+        elif entry.startswith("aten::"):
+            name = entry[len("aten::"):]
+            for overload in getattr(torch.ops.aten, name).overloads():
+                qualified = name if overload == "default" else f"{name}.{overload}"
+                if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{qualified}", "CompositeImplicitAutograd"):
+                    left.append(f"aten::{qualified}")
+        else:
+            obj = resolve(entry)
+            fn = obj if isinstance(obj, type) else inspect.unwrap(obj)
+            if not isinstance(fn, type) and (not isinstance(fn, types.FunctionType) or fn.__code__.co_freevars):
+                left.append(entry)
+    return left
+
+
+@functools.lru_cache(maxsize=None)
+def review(notebook: str | None) -> dict[str, tuple[str, ...]]:
+    """exercise -> :func:`watched_only`, for the notebook's exercises whose rule no automatic check settles.
+    Autograde keeps their check cells' points but marks each such cell that scored as needing a person
+    (nbgrader's "needs manual grade", so the formgrader lists the submission) and says in the cell which
+    answer cell to read; INSTRUCTORS.md, "What the sandbox does not guarantee"."""
+    found = {}
+    for exercise in REGISTRY.get(notebook or "", {}):
+        left = watched_only(notebook, exercise)
+        if left:
+            found[exercise] = tuple(left)
+    return found
 
 
 def current_notebook() -> str | None:

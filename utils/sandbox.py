@@ -13,8 +13,9 @@ kernel's sockets (ZeroMQ over Unix sockets: the kernel has no network at all). I
 - another OS identity: as root, the kernel is started as ``nobody`` (uid 65534) with no capabilities; as
   any other user, in a user namespace of its own as uid 65534, with none of the caller's capabilities;
 - a file system of its own: the Python environment, ``/usr`` and a few files of ``/etc`` read-only, a
-  private ``/tmp`` that disappears with it, the course's data, ``pretrained/`` and ``runs/`` read-only,
-  and nothing else: not the course directory (source notebooks, gradebook, other submissions), not the
+  private ``/tmp`` that disappears with it, ``pretrained/`` and ``runs/`` read-only, the course's data
+  cache (its files read-only, the folder private and writable, so a loader may add a file from the
+  mirror), and nothing else: not the course directory (source notebooks, gradebook, other submissions), not the
   repository, not the judge.
 
 Inside, autograde's first cell (before any student code) calls :func:`lockdown`: threads and
@@ -164,8 +165,17 @@ class Sandbox:
             ro(self.course / "trusted.json", "/course/trusted.json")
         for name in ("pretrained", "runs"):
             ro(ROOT / name, f"/course/{name}")
-        data = os.environ.get("COURSE_DATA_DIR") or str(ROOT / "data")
-        ro(os.path.realpath(data), "/course/data")
+        # the data cache: a private, writable folder (a loader copies a missing file from the mirror into
+        # it; the copy goes with the sandbox), every file already cached bound in read-only
+        data = Path(os.path.realpath(os.environ.get("COURSE_DATA_DIR") or str(ROOT / "data")))
+        args += ["--perms", "1777", "--tmpfs", "/course/data"]
+        made.add("/course/data")
+        for path in sorted(data.rglob("*")) if data.is_dir() else []:
+            dest = f"/course/data/{path.relative_to(data)}"
+            if path.is_dir():
+                args += ["--perms", "1777", "--dir", dest]
+            elif path.is_file() and not path.name.endswith(".part"):
+                args += ["--ro-bind", str(path), dest]
         mirror = os.environ.get("COURSE_DATA_MIRROR")
         if mirror and os.path.isdir(mirror):
             ro(os.path.realpath(mirror), "/course/mirror")

@@ -208,6 +208,7 @@ class ExerciseSectionExecute(Execute):
         flags = tamper_report(nb, trusted if source else None) \
             if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
+        note_reviews(nb, number)
         if box is not None:
             box.close()
         else:
@@ -300,7 +301,8 @@ def watch_cells(section, trusted):
 
 class JudgeProcess:
     """``python -I -m utils.grading serve`` in a fresh, isolated interpreter (``-I``: no current folder
-    on its path, so a ``utils/`` planted beside a submission is never imported), started before the
+    on its path, so a ``utils/`` planted beside a submission is never imported; ``utils`` is the course
+    tree's own, the one whose copy the sandbox gives the kernel), started before the
     student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
     answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
     folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
@@ -312,7 +314,12 @@ class JudgeProcess:
         self.log = log
         self.nonce = secrets.token_hex(16)
         text = Path(source).read_text(encoding="utf-8")
-        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "utils.grading", "serve"],
+        # -I ignores PYTHONPATH and the current folder; the judge then imports utils from the tree whose
+        # utils/ the sandbox copies for the kernel (utils.sandbox.ROOT), not whatever the environment installed
+        from utils.sandbox import ROOT as tree
+
+        start = f"import sys; sys.path.insert(0, {str(tree)!r}); from utils.grading import main; sys.exit(main(['serve']))"
+        self.proc = subprocess.Popen([sys.executable, "-I", "-c", start],
                                      cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number}
@@ -406,6 +413,56 @@ def apply_verdicts(nb, verdicts, flags=None, missing=None):
         else:
             cell.outputs = [new_output("error", ename="JudgeFailed", evalue=reason,
                                        traceback=[f"judge: failed: {reason}"])] + outputs
+
+
+REVIEW_NOTE = ("for the instructor: this exercise's rule (write it yourself) rests on the call watch alone for {what}; "
+               "read answer cell {exercise} (INSTRUCTORS.md, 'What the sandbox does not guarantee')\n")
+
+
+def note_reviews(nb, number):
+    """In each check cell that passed, of an exercise whose rule no automatic check settles
+    (``utils.grading_registry.review``), a line saying which answer cell a person reads; ``ReviewRules``
+    then lists the cell as needing a manual grade."""
+    from nbformat.v4 import new_output
+
+    from utils.grading_registry import exercise_of, review
+
+    todo = review(number or None)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        exercise = exercise_of(meta.get("grade_id", ""))
+        if exercise in todo and not any(o.output_type == "error" for o in cell.outputs):
+            what = ", ".join(todo[exercise])
+            cell.outputs.append(new_output("stream", name="stdout", text=REVIEW_NOTE.format(what=what, exercise=exercise)))
+
+
+class ReviewRules(NbGraderPreprocessor):
+    """After ``SaveAutoGrades``: the check cells of an exercise whose rule rests on the call watch alone
+    (``utils.grading_registry.review``) that scored are marked "needs manual grade" in the gradebook, so the
+    formgrader lists the submission and a person reads the answer cell; the automatic score stands until
+    they change it."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        from utils.grading_registry import exercise_of, review
+
+        info = resources["nbgrader"]
+        todo = review(str(info["notebook"])[:2])
+        if not todo:
+            return nb, resources
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if cell.cell_type != "code" or not meta.get("grade") or exercise_of(meta.get("grade_id", "")) not in todo:
+                    continue
+                grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
+                if grade.auto_score:
+                    grade.needs_manual_grade = True
+            gb.db.commit()
+        return nb, resources
 
 
 # nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.

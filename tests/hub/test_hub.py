@@ -305,6 +305,15 @@ def test_autograde_gives_full_marks_zero_and_partial(graded):
           f"{SHORTCUT} {total[SHORTCUT]}/{top} (Exercise 4 by the library: 0 on {', '.join(ex4)})")
 
 
+def test_autograde_on_the_hub_runs_in_the_sandbox(klass, graded):
+    """The instructor's autograde above ran the students' kernels in utils.sandbox's bubblewrap sandbox: it is
+    not switched off there, and one can be made as the instructor (a user namespace, not root). Autograde
+    scores nothing where it cannot make one, and the model answers scored full marks."""
+    out = klass.people[INSTRUCTOR].run("import os\nfrom utils.sandbox import SANDBOX_ENV, probe\n"
+                                       "print(repr(os.environ.get(SANDBOX_ENV)), repr(probe()))\n")
+    assert out.strip().splitlines()[-1] == "None None", out
+
+
 def test_each_student_fetched_their_own_feedback(graded):
     expected = {SOLUTION: "19.0", STUB: "0.0", SHORTCUT: "11.0"}
     for n, html in graded.feedback.items():
