@@ -33,8 +33,6 @@ RULES = {"checks", "attention.check_mask", "attention.refuse_inverted", "text.ch
 
 NOT_YET = {
     # reason: a tensor argument without its shape, or an unannotated parameter; converted in a later step
-    "attention.key_padding_mask": "ids_or_bool is ids or a bool mask; its own messages are tested by name",
-    "attention.combine_masks": "*masks of any broadcastable shape",
     "embeddings.plot_neighbours": "weights (V, D): a figure helper",
     "embeddings.plot_embeddings_2d": "weights (V, D): a figure helper",
     "distributed.train_gpt": "train (N,): the multi-GPU recipe",
@@ -45,7 +43,6 @@ NOT_YET = {
     "plotting.plot_loss": "history: a History or a list",
     "scale.online_softmax_update": "a step of notebook 10's online softmax, shapes in its docstring",
     "scale.apply_rotary": "its (T, d/2) message is tested",
-    "checks": "",
 }
 
 
