@@ -33,16 +33,8 @@ RULES = {"checks", "attention.check_mask", "attention.refuse_inverted", "text.ch
 
 NOT_YET = {
     # reason: a tensor argument without its shape, or an unannotated parameter; converted in a later step
-    "embeddings.plot_neighbours": "weights (V, D): a figure helper",
-    "embeddings.plot_embeddings_2d": "weights (V, D): a figure helper",
     "distributed.train_gpt": "train (N,): the multi-GPU recipe",
     "distributed.DataParallelModel": "forward passes its arguments on to the wrapped model",
-    "pretrained.quantize_int8": "w (R, ...): checked in the body",
-    "plotting.plot_attention": "weights: a tensor or an array",
-    "plotting.plot_attention_grid": "weights: a tensor or an array",
-    "plotting.plot_loss": "history: a History or a list",
-    "scale.online_softmax_update": "a step of notebook 10's online softmax, shapes in its docstring",
-    "scale.apply_rotary": "its (T, d/2) message is tested",
 }
 
 
