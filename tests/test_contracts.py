@@ -31,10 +31,10 @@ EXPLORERS = ("explorers",)  # the figures behind the widgets (utils/explorers/):
 # the rules themselves: they take any tensor and say what is wrong with it
 RULES = {"checks", "attention.check_mask", "attention.refuse_inverted", "text.check_ids", "text.int_ids"}
 
-NOT_YET = {
-    # reason: a tensor argument without its shape, or an unannotated parameter; converted in a later step
-    "distributed.train_gpt": "train (N,): the multi-GPU recipe",
-    "distributed.DataParallelModel": "forward passes its arguments on to the wrapped model",
+NOT_YET: dict[str, str] = {
+    # label: reason (a tensor argument without its shape, or an unannotated parameter). Empty since every public
+    # callable declares its contract (14 entries when this test was written); a new one belongs here only with
+    # a reason the door cannot express, and then the door is what to extend (utils/checks.py)
 }
 
 
