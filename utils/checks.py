@@ -27,6 +27,11 @@ say live here, one place each, and are called from the door:
   model left in eval mode; :func:`batch_of_pairs`: a ``PairBatch``, not a tuple;
 - :func:`content_sha256`, :func:`vocab_fingerprint`, :func:`same_vocab`: a saved model describes itself.
 
+A union says either will do (``ids_or_bool: Ids["B Tk"] | Bool["B Tk"]``; ``Float["Tq Tk"] | np.ndarray``
+takes a NumPy array too, handed on as a tensor), ``*masks: Bool["..."] | None`` is checked mask by mask,
+``...`` stands for any number of dims anywhere in a shape (``Float["R C ..."]``), and ``contract(any_device=...,
+any_dtype=...)`` names the arguments that keep their own device or dtype.
+
 Behind the door nothing is checked again: while a door's function runs, :func:`trusted` is True and the
 doors it calls (an attention layer inside a model) go straight to their computation. Masks are checked by
 :func:`utils.attention.check_mask` (shape and the True = may attend convention).
