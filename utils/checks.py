@@ -29,7 +29,8 @@ say live here, one place each, and are called from the door:
 
 A union says either will do (``ids_or_bool: Ids["B Tk"] | Bool["B Tk"]``; ``Float["Tq Tk"] | np.ndarray``
 takes a NumPy array too, handed on as a tensor), ``*masks: Bool["..."] | None`` is checked mask by mask,
-``...`` stands for any number of dims anywhere in a shape (``Float["R C ..."]``), and ``contract(any_device=...,
+``...`` stands for any number of dims (the letters after it are checked, those before it counted:
+``Float["R C ..."]`` is at least 2 dims), and ``contract(any_device=...,
 any_dtype=...)`` names the arguments that keep their own device or dtype.
 
 Behind the door nothing is checked again: while a door's function runs, :func:`trusted` is True and the
@@ -198,7 +199,8 @@ def optimizer_for(model: nn.Module, optimizer: object, name: str = "optimizer") 
 
 class Spec:
     """What one tensor argument must be: its dims, written with the course's letters (``"B T"``,
-    ``"B S d_model"``, ``"... Tq d_k"``; ``...`` = any number of dims there, a number = that size), and
+    ``"B S d_model"``, ``"... Tq d_k"``; ``...`` = any number of dims, of which the letters after it are checked
+    and those before it only counted, ``"R C ..."`` = at least 2 dims; a number = that size), and
     its kind of dtype (``"ids"``, ``"float"``, ``"bool"``, a tuple of them, or None for any). Written in a
     signature as ``Ids["B T"]``, ``Float["B T D"]``, ``Bool["B T"]`` or ``Tensor["..."]`` (see
     :func:`contract`); a union says either will do: ``Ids["B T"] | Bool["B T"]`` (ids or a bool mask),
@@ -213,12 +215,14 @@ class Spec:
         self.text = "(" + ", ".join(self.dims) + ("," if len(self.dims) == 1 else "") + ")"
 
     def letters(self, shape: torch.Size) -> list[tuple[str, int]]:
-        """(letter, size) for each dim of ``shape`` that a letter names, the last dims first."""
-        if "..." not in self.dims:
-            return list(zip(reversed(self.dims), reversed(shape)))
-        i = self.dims.index("...")
-        head, tail = self.dims[:i], self.dims[i + 1:]
-        return list(zip(reversed(tail), reversed(shape))) + list(zip(head, shape))
+        """(letter, size) for the dims of ``shape`` after the ``...``, the last first (letters before it are
+        only counted: ``"B T ..."`` is at least 2 dims)."""
+        out = []
+        for letter, size in zip(reversed(self.dims), reversed(shape)):
+            if letter == "...":
+                break
+            out.append((letter, size))
+        return out
 
     def __repr__(self) -> str:
         return f"{self.text} {self.kind or 'tensor'}"
