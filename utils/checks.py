@@ -81,21 +81,24 @@ def tensor(x: object, name: str, shape: str = "", *, dims: int | tuple[int, ...]
     dtype of ``kind`` (``"ids"``, ``"float"`` or ``"bool"``, or a tuple of them: any one will do); else a
     TypeError (wrong type or dtype) or a ValueError (wrong number of dims) that names ``name`` and shows
     ``shape`` (e.g. ``"(B, T)"``)."""
-    kinds = (kind,) if isinstance(kind, str) else tuple(kind or ())
-    what = " or ".join(_KINDS[k][0] for k in kinds)
-    want = f"a torch.Tensor{' ' + shape if shape else ''}" + (f" of {what}" if kinds else "")
+    kinds = (kind,) if isinstance(kind, str) else kind or ()
+
+    def want() -> str:  # (written only for a message)
+        what = " or ".join(_KINDS[k][0] for k in kinds)
+        return f"a torch.Tensor{' ' + shape if shape else ''}" + (f" of {what}" if kinds else "")
+
     if not isinstance(x, torch.Tensor):
         mod = type(x).__module__.split(".")[0]
         got = "None" if x is None else f"a {type(x).__name__}" if mod == "builtins" else f"a {mod}.{type(x).__name__}"
-        raise TypeError(f"{name} must be {want}, got {got}; {_how_to_convert(x, name, kinds[0] if kinds else None)}")
+        raise TypeError(f"{name} must be {want()}, got {got}; {_how_to_convert(x, name, kinds[0] if kinds else None)}")
     if dims is not None:
         allowed = (dims,) if isinstance(dims, int) else tuple(dims)
         if x.dim() not in allowed:
             n = " or ".join(str(d) for d in allowed)
-            raise ValueError(f"{name} must be {want} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
+            raise ValueError(f"{name} must be {want()} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
                              + ("; add a batch dim with x[None] for a single sequence" if x.dim() + 1 in allowed else ""))
-    if kinds and not any(_KINDS[k][1](x) for k in kinds):
-        raise TypeError(f"{name} must hold {what}, got a tensor of dtype {x.dtype}"
+    if kinds and not (_KINDS[kinds[0]][1](x) or any(_KINDS[k][1](x) for k in kinds[1:])):
+        raise TypeError(f"{name} must hold {' or '.join(_KINDS[k][0] for k in kinds)}, got a tensor of dtype {x.dtype}"
                         + ("; ids are whole numbers: convert with .long(), or check that this is the right tensor"
                            if kinds[0] == "ids" else "; convert with .float()" if kinds[0] == "float" else ""))
     return x
