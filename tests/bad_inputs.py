@@ -309,6 +309,33 @@ def probes() -> list[Probe]:
     add(k, "get_batch-style: generate with a fractional top_k", "top_k",
         lambda: generate(_gpt(), ids[:, :2], 2, top_k=2.5))
     add(k, "greedy_decode, a fractional max_len", "max_len", lambda: greedy_decode(_tf(), ids, 2.5, 2, 3))
+    # ---- the doors of the last step of issue 43 (added with them, measured before and after), by kind
+    from utils.distributed import train_gpt
+    from utils.plotting import plot_attention_grid
+    from utils.pretrained import quantize_int8
+    from utils.scale import apply_rotary, online_softmax_update, rope_angles
+
+    cos, sin = rope_angles(torch.arange(5), 8)
+    state = (torch.full((2, 1), float("-inf")), torch.zeros(2, 1), torch.zeros(2, 3))  # m, l, acc of 2 queries
+    add("mask convention", "combine_masks, a causal mask for another length", "masks",
+        lambda: combine_masks(key_padding_mask(ids), causal_mask(4)))
+    add("layout / shape", "apply_rotary, angles for fewer positions than x has", "cos",
+        lambda: apply_rotary(torch.randn(2, 5, 8), cos[:3], sin[:3]))
+    add("layout / shape", "apply_rotary, angles for another d_k", "cos",
+        lambda: apply_rotary(torch.randn(2, 5, 6), cos, sin))
+    add("layout / shape", "online_softmax_update, a block of values of another length", "v",
+        lambda: online_softmax_update(*state, torch.randn(2, 4), torch.randn(3, 3)))
+    add("layout / shape", "plot_attention_grid, one (Tq, Tk) map", "weights",
+        lambda: plot_attention_grid(torch.rand(3, 3), list("abc"), list("abc")))
+    add("layout / shape", "quantize_int8, a bias vector", "w", lambda: quantize_int8(torch.randn(4)))
+    add("dtype / device", "quantize_int8, an int8 tensor quantized again", "w",
+        lambda: quantize_int8(torch.ones(4, 3, dtype=torch.int8)))
+    add("dtype / device", "apply_rotary, angles on another device", "cos",
+        lambda: apply_rotary(torch.randn(2, 5, 8), cos.to("meta"), sin.to("meta")))
+    add("Python type", "train_gpt, steps = 1e3", "steps",
+        lambda: train_gpt(_gpt(), torch.randint(0, V, (200,)), steps=1e3, batch_size=2, lr=1e-3))
+    add("look-up", "train_gpt, a text encoded with a larger vocabulary", "train",
+        lambda: train_gpt(_gpt(), torch.randint(0, 2 * V, (200,)), steps=1, batch_size=2, lr=1e-3))
     return P
 
 

@@ -255,10 +255,12 @@ def test_raw_padding_mask_is_never_read_as_tq_tk():
 
 
 def test_combine_masks_names_what_is_not_a_bool_tensor():
-    with pytest.raises(TypeError, match="bool tensors.*got list"):
+    with pytest.raises(TypeError, match=r"masks\[1\] must be a torch.Tensor.*bool values.*got a list"):
         combine_masks(causal_mask(2), [[True]])
-    with pytest.raises(TypeError, match="got torch.int64"):
+    with pytest.raises(TypeError, match=r"masks\[1\] must hold bool values.*got a tensor of dtype torch.int64"):
         combine_masks(causal_mask(2), torch.ones(2, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"masks of shapes \(2, 2\), \(3, 3\) do not broadcast"):
+        combine_masks(causal_mask(2), causal_mask(3))
 
 
 @settings(max_examples=30, deadline=None)

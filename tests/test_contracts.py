@@ -31,21 +31,10 @@ EXPLORERS = ("explorers",)  # the figures behind the widgets (utils/explorers/):
 # the rules themselves: they take any tensor and say what is wrong with it
 RULES = {"checks", "attention.check_mask", "attention.refuse_inverted", "text.check_ids", "text.int_ids"}
 
-NOT_YET = {
-    # reason: a tensor argument without its shape, or an unannotated parameter; converted in a later step
-    "attention.key_padding_mask": "ids_or_bool is ids or a bool mask; its own messages are tested by name",
-    "attention.combine_masks": "*masks of any broadcastable shape",
-    "embeddings.plot_neighbours": "weights (V, D): a figure helper",
-    "embeddings.plot_embeddings_2d": "weights (V, D): a figure helper",
-    "distributed.train_gpt": "train (N,): the multi-GPU recipe",
-    "distributed.DataParallelModel": "forward passes its arguments on to the wrapped model",
-    "pretrained.quantize_int8": "w (R, ...): checked in the body",
-    "plotting.plot_attention": "weights: a tensor or an array",
-    "plotting.plot_attention_grid": "weights: a tensor or an array",
-    "plotting.plot_loss": "history: a History or a list",
-    "scale.online_softmax_update": "a step of notebook 10's online softmax, shapes in its docstring",
-    "scale.apply_rotary": "its (T, d/2) message is tested",
-    "checks": "",
+NOT_YET: dict[str, str] = {
+    # label: reason (a tensor argument without its shape, or an unannotated parameter). Empty since every public
+    # callable declares its contract (14 entries when this test was written); a new one belongs here only with
+    # a reason the door cannot express, and then the door is what to extend (utils/checks.py)
 }
 
 

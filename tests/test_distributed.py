@@ -67,3 +67,37 @@ def test_one_process_helpers():
     assert len(out["losses"]) == 3 and out["tokens"] == 3 * 2 * 8
     with pytest.raises(ValueError, match="batch_size"):
         train_gpt(m, torch.randint(0, 5, (200,)), steps=3, batch_size=0, lr=1e-3)
+
+
+def test_train_gpt_checks_its_text_once_at_the_door():
+    """The loop behind the door trusts its batches: the text is checked once, for the whole run."""
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=5, block_size=8, n_layer=1, n_head=2, d_model=8))
+    with pytest.raises(ValueError, match=r"train: id 9 is outside the vocabulary of size 5"):
+        train_gpt(m, torch.tensor([1, 2, 9] * 20), steps=3, batch_size=2, lr=1e-3)
+    with pytest.raises(TypeError, match=r"steps must be an int, got the float 3.0"):
+        train_gpt(m, torch.randint(0, 5, (200,)), steps=3.0, batch_size=2, lr=1e-3)
+    with pytest.raises(ValueError, match=r"the text \(8 tokens\) must be longer than block_size \(8\)"):
+        train_gpt(m, torch.randint(0, 5, (8,)), steps=3, batch_size=2, lr=1e-3)
+    with pytest.raises(TypeError, match=r"train must be a torch.Tensor \(N,\).*got a list"):
+        train_gpt(m, [1, 2, 3], steps=3, batch_size=2, lr=1e-3)
+
+
+def test_data_parallel_model_hands_its_arguments_to_the_wrapped_models_door(tmp_path):
+    """DataParallelModel's door is the wrapped model's: a slip is named by the model's own contract."""
+    import torch.distributed as dist
+
+    from utils.distributed import DataParallelModel
+
+    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"file://{tmp_path / 'rendezvous'}")
+    try:
+        torch.manual_seed(0)
+        m = GPT(GPTConfig(vocab_size=5, block_size=8, n_layer=1, n_head=2, d_model=8))
+        ddp = DataParallelModel(m)
+        x = torch.randint(0, 5, (2, 8))
+        torch.testing.assert_close(ddp(x, x)[1], m(x, x)[1])
+        assert ddp.cfg is m.cfg  # the wrapped model's attributes
+        with pytest.raises(ValueError, match=r"idx: id 7 is outside the vocabulary of size 5"):
+            ddp(x.masked_fill(x == x[0, 0], 7))
+    finally:
+        dist.destroy_process_group()

@@ -409,7 +409,7 @@ def test_ids_that_are_not_whole_numbers_are_refused_by_name(entry, arg, call, ba
     long = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
     if entry == "key_padding_mask":
         if bad == torch.float32:  # a bool mask is its other documented input
-            with pytest.raises(TypeError, match=r"key_padding_mask expects integer token ids or a bool mask.*float32"):
+            with pytest.raises(TypeError, match=r"ids_or_bool must hold integer token ids or bool values.*float32"):
                 call(long.to(bad))
         return
     with pytest.raises(TypeError, match=rf"{arg.split('.')[-1]}\b.*must hold integer token ids, got a tensor of dtype {bad}"):

@@ -120,7 +120,7 @@ def test_lockdown_leaves_no_thread_process_torchscript_or_registered_builtin():
                 torch.repeat_interleave(k, 2, dim=1)
         attempt("repeat_interleave, torch functions disabled", disabled)
         attempt("utils.scale.repeat_kv", lambda: utils.scale.repeat_kv(k, 2))
-        f = utils.scale.online_softmax_update
+        f = utils.scale.online_softmax_update.__wrapped__  # the code behind its contract's door
         import types
         attempt("clone", lambda: types.FunctionType(f.__code__, f.__globals__)(None, None, None, None, None))
         attempt("honest", lambda: k[:, :, None].expand(1, 2, 2, 3, 4).reshape(1, 4, 3, 4))

@@ -123,15 +123,17 @@ def test_utils_comments_use_the_notation_table(path: Path):
     assert not bad, "retired symbols in shape comments (see NOTATION.md):\n" + "\n".join(bad)
 
 
-# a head's width has one spelling in utils and the tests: d_k (issue 43). Exception: the diagrams' figure text
+# a head's width has one spelling in utils, the scripts, the tests and the notebooks: d_k (issue 43)
 HEAD_WIDTH = re.compile(r"\bd_head\b|\bdh\b")
-HEAD_WIDTH_EXCEPTIONS = {"diagrams.py", "test_notation.py"}
+HEAD_WIDTH_EXCEPTIONS = {"test_notation.py"}
 
 
-@pytest.mark.parametrize("path", sorted([*(ROOT / "utils").rglob("*.py"), *(ROOT / "tests").glob("*.py")]),
+@pytest.mark.parametrize("path", sorted([*(ROOT / "utils").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
+                                         *(ROOT / "scripts").rglob("*.py"), *NOTEBOOKS]),
                          ids=lambda p: p.name)
 def test_a_heads_width_is_spelled_d_k(path: Path):
     if path.name in HEAD_WIDTH_EXCEPTIONS:
         return
-    bad = [line.strip() for line in path.read_text().splitlines() if HEAD_WIDTH.search(line)]
+    text = "\n".join(c.source for c in read(path).cells) if path.suffix == ".ipynb" else path.read_text()
+    bad = [line.strip() for line in text.splitlines() if HEAD_WIDTH.search(line)]
     assert not bad, "a head's width is d_k (NOTATION.md), not d_head or dh:\n" + "\n".join(bad)

@@ -24,7 +24,7 @@ def test_plot_attention_labels_and_crops_padding():
 
 
 def test_plot_attention_rejects_bad_shapes():
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match=r"weights must be a torch.Tensor \(Tq, Tk\).*\(2 dims\), got shape \(2, 3, 4\)"):
         plot_attention(torch.zeros(2, 3, 4), ["a"], ["b"])
     with pytest.raises(ValueError, match="smaller"):
         plot_attention(torch.zeros(2, 2), ["a", "b", "c"], ["x"])
@@ -36,8 +36,12 @@ def test_plot_attention_grid_shapes():
     assert fig.axes[0].get_title() == "layer 1 · head 1"
     fig = plot_attention_grid(torch.rand(4, 3, 3), list("abc"), list("xyz"))
     assert len(fig.axes) == 4 and fig.axes[3].get_title() == "head 4"
-    with pytest.raises(ValueError, match="rows, cols"):
+    with pytest.raises(ValueError, match=r"weights must be \(\.\.\., C, Tq, Tk\): at least 3 dims"):
         plot_attention_grid(torch.rand(3, 3), list("abc"), list("abc"))
+    with pytest.raises(ValueError, match=r"weights must be \(R, C, Tq, Tk\)"):
+        plot_attention_grid(torch.rand(1, 2, 3, 3, 3), list("abc"), list("abc"))
+    fig = plot_attention_grid(np.random.rand(2, 3, 3), list("abc"), list("xyz"))  # a NumPy array will do too
+    assert len(fig.axes) == 2
     plt.close("all")
 
 

@@ -153,8 +153,10 @@ def test_int8_needs_its_scales_and_a_matrix():
         dequantize_int8({"w": q, "w.int8_scale": scale[:3]})
     with pytest.raises(PretrainedError, match=r"no tensor 'v'"):
         dequantize_int8({"w": q, "w.int8_scale": scale, "v.int8_scale": scale})
-    with pytest.raises(ValueError, match=r"at least 2 dimensions"):
+    with pytest.raises(ValueError, match=r"w must be \(R, C, \.\.\.\): at least 2 dims, got shape \(4,\)"):
         quantize_int8(torch.randn(4))
+    with pytest.raises(TypeError, match=r"w must hold floating-point values, got a tensor of dtype torch.int64"):
+        quantize_int8(torch.ones(4, 3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"weights must be one of"):
         save_pretrained(Path("unused"), "x", "rnn", torch.nn.Linear(2, 2), {}, Vocab(list(SPECIALS)), Vocab(list(SPECIALS)),
                         weights="int4")

@@ -149,8 +149,19 @@ def test_rope_errors_and_position_zero_is_identity():
     assert torch.equal(apply_rotary(x, cos, sin), x)
     with pytest.raises(ValueError, match="even"):
         rope_angles(torch.arange(3), 7)
-    with pytest.raises(ValueError, match=r"\(T, d/2\)"):
+    with pytest.raises(ValueError, match=r"cos must be \(T, d_k/2\) = \(5, 4\) with T=5.*from rope_angles"):
         apply_rotary(x, cos[:3], sin[:3])
+    with pytest.raises(ValueError, match=r"x \(\.\.\., T, d_k\) needs cos and sin of shape \(T, d_k/2\)"):
+        apply_rotary(torch.randn(2, 5, 6), cos, sin)  # d_k = 6, angles for d_k = 8
+    torch.testing.assert_close(apply_rotary(x.double(), cos, sin), apply_rotary(x, cos, sin).double())  # float32 angles
+
+
+def test_online_softmax_update_names_a_block_of_the_wrong_shape():
+    m, l, acc = torch.full((2, 1), float("-inf")), torch.zeros(2, 1), torch.zeros(2, 5)
+    with pytest.raises(ValueError, match=r"v must be \(\.\.\., b, d_v\) = \(\.\.\., 4, 5\) with b=4"):
+        online_softmax_update(m, l, acc, torch.randn(2, 4), torch.randn(3, 5))
+    with pytest.raises(ValueError, match=r"l must be \(\.\.\., Tq, 1\)"):
+        online_softmax_update(m, torch.zeros(2, 5), acc, torch.randn(2, 4), torch.randn(4, 5))
 
 
 def test_rmsnorm_equals_torch_and_swiglu_formula():

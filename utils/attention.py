@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import checks
-from utils.checks import Float, Tensor, contract
+from utils.checks import Bool, Float, Ids, Tensor, contract
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -189,46 +189,50 @@ def causal_mask(T_q: int, T_k: int | None = None, device: torch.device | str | N
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
 
 
-def key_padding_mask(ids_or_bool: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+def _key_padding_rules(ids_or_bool: torch.Tensor, pad_id: int) -> None:
+    """What the shape cannot say: ``pad_id`` is a whole number, and a bool mask is True at real tokens (a
+    right-padded sentence starts with one), not True at the padding."""
+    checks.integer(pad_id, "pad_id")
+    if ids_or_bool.dtype == torch.bool and ids_or_bool.numel() and not bool(ids_or_bool[:, 0].any()):
+        raise ValueError(
+            "key_padding_mask got an ids_or_bool mask that is False at the first position of every sentence"
+            + (" (False everywhere)" if not bool(ids_or_bool.any()) else "")
+            + ": a bool mask here is True at real tokens (as pad_sequences and ids != pad give) and batches are "
+            "right-padded, so every sentence starts True. This looks like ids == pad (True at padding, "
+            "nn.MultiheadAttention's key_padding_mask convention): pass ids != pad, ~mask, or the ids themselves")
+
+
+@contract(rules=_key_padding_rules)
+def key_padding_mask(ids_or_bool: Ids["B Tk"] | Bool["B Tk"], pad_id: int = 0) -> Bool["B 1 1 Tk"]:
     """(B, 1, 1, Tk) bool, True at real tokens, ready to broadcast over heads and queries.
 
     ``ids_or_bool`` is either (B, Tk) integer token ids (``pad_id`` marks padding) or
     a (B, Tk) bool mask that is already True at real tokens (as from
     ``utils.text.pad_sequences``).
     """
-    if checks.trusted() and ids_or_bool.dtype != torch.bool:  # the model's own ids, checked at its door
-        return (ids_or_bool != pad_id)[:, None, None, :]
-    x = checks.tensor(ids_or_bool, "key_padding_mask's ids_or_bool", "(B, Tk) of ids or bools")
-    if x.dim() != 2:
-        raise ValueError(f"key_padding_mask expects (B, Tk) ids or a (B, Tk) bool mask, got shape {tuple(x.shape)}"
-                         + ("; for one sentence add the batch dim: x[None]" if x.dim() == 1 else ""))
-    pad_id = checks.integer(pad_id, "pad_id")
-    if x.dtype == torch.bool:
-        real = x
-        if real.numel() and not bool(real[:, 0].any()):
-            raise ValueError(
-                "key_padding_mask got a bool mask that is False at the first position of every sentence"
-                + (" (False everywhere)" if not bool(real.any()) else "")
-                + ": a bool mask here is True at real tokens (as pad_sequences and ids != pad give) and batches are "
-                "right-padded, so every sentence starts True. This looks like ids == pad (True at padding, "
-                "nn.MultiheadAttention's key_padding_mask convention): pass ids != pad, ~mask, or the ids themselves")
-    elif not x.is_floating_point() and not x.is_complex():
-        real = x != pad_id
-    else:
-        raise TypeError(f"key_padding_mask expects integer token ids or a bool mask (True = real token), got dtype {x.dtype}")
+    real = ids_or_bool if ids_or_bool.dtype == torch.bool else ids_or_bool != pad_id  # (B, Tk)
     return real[:, None, None, :]
 
 
-def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+def _broadcast_rules(masks: tuple[torch.Tensor | None, ...]) -> None:
+    """What the shapes cannot say: the masks broadcast to one shape."""
+    shapes = [tuple(m.shape) for m in masks if m is not None]
+    try:
+        torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        raise ValueError(f"masks of shapes {', '.join(map(str, shapes))} do not broadcast to one shape; give each the "
+                         f"scores' number of dims, e.g. (B, 1, 1, Tk) from key_padding_mask(ids) and (Tq, Tk) from "
+                         f"causal_mask(T)") from None
+
+
+@contract(rules=_broadcast_rules)
+def combine_masks(*masks: Bool["..."] | None) -> Bool["..."] | None:
     """Logical AND of bool masks (None = no constraint), with broadcasting; e.g.
     ``combine_masks(key_padding_mask(ids), causal_mask(T))`` gives (B, 1, T, T)."""
     out = None
     for m in masks:
-        if m is None:
-            continue
-        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
-            raise TypeError(f"masks must be bool tensors with True = may attend, got {getattr(m, 'dtype', type(m).__name__)}")
-        out = m if out is None else out & m
+        if m is not None:
+            out = m if out is None else out & m
     return out
 
 

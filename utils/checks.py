@@ -27,6 +27,12 @@ say live here, one place each, and are called from the door:
   model left in eval mode; :func:`batch_of_pairs`: a ``PairBatch``, not a tuple;
 - :func:`content_sha256`, :func:`vocab_fingerprint`, :func:`same_vocab`: a saved model describes itself.
 
+A union says either will do (``ids_or_bool: Ids["B Tk"] | Bool["B Tk"]``; ``Float["Tq Tk"] | np.ndarray``
+takes a NumPy array too, handed on as a tensor), ``*masks: Bool["..."] | None`` is checked mask by mask,
+``...`` stands for any number of dims (the letters after it are checked, those before it counted:
+``Float["R C ..."]`` is at least 2 dims), and ``contract(any_device=...,
+any_dtype=...)`` names the arguments that keep their own device or dtype.
+
 Behind the door nothing is checked again: while a door's function runs, :func:`trusted` is True and the
 doors it calls (an attention layer inside a model) go straight to their computation. Masks are checked by
 :func:`utils.attention.check_mask` (shape and the True = may attend convention).
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -69,25 +76,31 @@ def _how_to_convert(x: object, name: str, kind: str | None) -> str:
 
 
 def tensor(x: object, name: str, shape: str = "", *, dims: int | tuple[int, ...] | None = None,
-           kind: str | None = None) -> torch.Tensor:
+           kind: str | tuple[str, ...] | None = None) -> torch.Tensor:
     """``x`` if it is a ``torch.Tensor`` with ``dims`` dims (an int or a tuple of allowed counts) and a
-    dtype of ``kind`` (``"ids"``, ``"float"`` or ``"bool"``); else a TypeError (wrong type or dtype)
-    or a ValueError (wrong number of dims) that names ``name`` and shows ``shape`` (e.g. ``"(B, T)"``)."""
-    want = f"a torch.Tensor{' ' + shape if shape else ''}" + (f" of {_KINDS[kind][0]}" if kind else "")
+    dtype of ``kind`` (``"ids"``, ``"float"`` or ``"bool"``, or a tuple of them: any one will do); else a
+    TypeError (wrong type or dtype) or a ValueError (wrong number of dims) that names ``name`` and shows
+    ``shape`` (e.g. ``"(B, T)"``)."""
+    kinds = (kind,) if isinstance(kind, str) else kind or ()
+
+    def want() -> str:  # (written only for a message)
+        what = " or ".join(_KINDS[k][0] for k in kinds)
+        return f"a torch.Tensor{' ' + shape if shape else ''}" + (f" of {what}" if kinds else "")
+
     if not isinstance(x, torch.Tensor):
         mod = type(x).__module__.split(".")[0]
         got = "None" if x is None else f"a {type(x).__name__}" if mod == "builtins" else f"a {mod}.{type(x).__name__}"
-        raise TypeError(f"{name} must be {want}, got {got}; {_how_to_convert(x, name, kind)}")
+        raise TypeError(f"{name} must be {want()}, got {got}; {_how_to_convert(x, name, kinds[0] if kinds else None)}")
     if dims is not None:
         allowed = (dims,) if isinstance(dims, int) else tuple(dims)
         if x.dim() not in allowed:
             n = " or ".join(str(d) for d in allowed)
-            raise ValueError(f"{name} must be {want} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
+            raise ValueError(f"{name} must be {want()} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
                              + ("; add a batch dim with x[None] for a single sequence" if x.dim() + 1 in allowed else ""))
-    if kind is not None and not _KINDS[kind][1](x):
-        raise TypeError(f"{name} must hold {_KINDS[kind][0]}, got a tensor of dtype {x.dtype}"
+    if kinds and not (_KINDS[kinds[0]][1](x) or any(_KINDS[k][1](x) for k in kinds[1:])):
+        raise TypeError(f"{name} must hold {' or '.join(_KINDS[k][0] for k in kinds)}, got a tensor of dtype {x.dtype}"
                         + ("; ids are whole numbers: convert with .long(), or check that this is the right tensor"
-                           if kind == "ids" else "; convert with .float()" if kind == "float" else ""))
+                           if kinds[0] == "ids" else "; convert with .float()" if kinds[0] == "float" else ""))
     return x
 
 
@@ -189,16 +202,30 @@ def optimizer_for(model: nn.Module, optimizer: object, name: str = "optimizer") 
 
 class Spec:
     """What one tensor argument must be: its dims, written with the course's letters (``"B T"``,
-    ``"B S d_model"``, ``"... Tq d_k"``; ``...`` = any leading dims, a number = that size), and its
-    kind of dtype (``"ids"``, ``"float"``, ``"bool"`` or None for any). Written in a signature as
-    ``Ids["B T"]``, ``Float["B T D"]``, ``Bool["B T"]`` or ``Tensor["..."]`` (see :func:`contract`)."""
+    ``"B S d_model"``, ``"... Tq d_k"``; ``...`` = any number of dims, of which the letters after it are checked
+    and those before it only counted, ``"R C ..."`` = at least 2 dims; a number = that size), and
+    its kind of dtype (``"ids"``, ``"float"``, ``"bool"``, a tuple of them, or None for any). Written in a
+    signature as ``Ids["B T"]``, ``Float["B T D"]``, ``Bool["B T"]`` or ``Tensor["..."]`` (see
+    :func:`contract`); a union says either will do: ``Ids["B T"] | Bool["B T"]`` (ids or a bool mask),
+    ``Float["Tq Tk"] | np.ndarray`` (a NumPy array too, handed on as a tensor)."""
 
-    __slots__ = ("dims", "kind", "text")
+    __slots__ = ("dims", "kind", "text", "arrays")
 
-    def __init__(self, dims: str, kind: str | None):
-        self.dims = tuple(dims.split())
+    def __init__(self, dims: str | tuple[str, ...], kind: str | tuple[str, ...] | None, arrays: bool = False):
+        self.dims = tuple(dims.split()) if isinstance(dims, str) else tuple(dims)
         self.kind = kind
+        self.arrays = arrays
         self.text = "(" + ", ".join(self.dims) + ("," if len(self.dims) == 1 else "") + ")"
+
+    def letters(self, shape: torch.Size) -> list[tuple[str, int]]:
+        """(letter, size) for the dims of ``shape`` after the ``...``, the last first (letters before it are
+        only counted: ``"B T ..."`` is at least 2 dims)."""
+        out = []
+        for letter, size in zip(reversed(self.dims), reversed(shape)):
+            if letter == "...":
+                break
+            out.append((letter, size))
+        return out
 
     def __repr__(self) -> str:
         return f"{self.text} {self.kind or 'tensor'}"
@@ -228,22 +255,34 @@ def trusted() -> bool:
     return getattr(_door, "open", False)
 
 
-def _specs(fn) -> dict[str, tuple[Spec, bool]]:
-    """{parameter: (Spec, None allowed)} from ``fn``'s annotations (read once, at its first call)."""
+def _specs(fn: Callable) -> dict[str, tuple[Spec, bool, bool]]:
+    """{parameter: (Spec, None allowed, one for each of ``*args``)} from ``fn``'s annotations (read once, at
+    its first call). A union of specs (``Ids["B T"] | Bool["B T"]``) is one spec with their kinds; a union
+    with ``np.ndarray`` accepts a NumPy array too."""
+    import inspect
     import types
     import typing
 
+    parameters = inspect.signature(fn).parameters
     out = {}
     for name, hint in typing.get_type_hints(fn, include_extras=True).items():
-        optional = False
-        if typing.get_origin(hint) in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(hint) if a is not type(None)]
-            optional = len(args) < len(typing.get_args(hint))
-            hint = args[0] if len(args) == 1 else hint
-        if typing.get_origin(hint) is typing.Annotated:
-            spec = next((m for m in hint.__metadata__ if isinstance(m, Spec)), None)
-            if spec is not None and name != "return":
-                out[name] = (spec, optional)
+        if name == "return":
+            continue
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        args = typing.get_args(hint) if union else (hint,)
+        specs = [m for a in args if typing.get_origin(a) is typing.Annotated for m in a.__metadata__
+                 if isinstance(m, Spec)]
+        if not specs:
+            continue
+        arrays = any(getattr(a, "__module__", "") == "numpy" and getattr(a, "__name__", "") == "ndarray" for a in args)
+        spec = specs[0]
+        if len(specs) > 1 or arrays:
+            assert all(s.dims == spec.dims for s in specs), f"{fn.__qualname__}: {name}'s union has other dims"
+            kinds = None if any(s.kind is None for s in specs) else tuple(
+                k for s in specs for k in ((s.kind,) if isinstance(s.kind, str) else s.kind))
+            spec = Spec(spec.dims, kinds, arrays)
+        many = name in parameters and parameters[name].kind is inspect.Parameter.VAR_POSITIONAL
+        out[name] = (spec, type(None) in args, many)
     return out
 
 
@@ -274,53 +313,81 @@ def _expected(spec: Spec, seen: dict, owner: object, letter: str, want: int) -> 
     return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
 
 
-def check_arguments(fn, arguments: dict, specs: dict[str, tuple[Spec, bool]], hint: str = "") -> None:
+def check_arguments(arguments: dict, specs: dict[str, tuple[Spec, bool, bool]], hint: str = "", *,
+                    any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = ()) -> None:
     """The door of :func:`contract`: each annotated tensor argument is a tensor of its kind with its dims,
     the letters agree across the arguments (and with the module's sizes), ids become ``torch.long``, and
-    every tensor is on the device (a float one also in the dtype) of the module's weights, or of the first
-    tensor argument for a function. Each error names the argument, the shape with its letters, what was
-    received and what to do."""
+    every tensor is on the device (a float one also in the dtype) of the module's weights, or for a
+    function of its first tensor (first float tensor) argument; those named in ``any_device``
+    (``any_dtype``) keep their own. Each error names the argument, the shape with its letters, what was
+    received and what to do. ``*masks: Bool["..."]`` is checked mask by mask (``masks[1]``)."""
     owner = arguments.get("self", arguments.get("model"))
-    ref, whose = _reference(owner), "the model's weights"
-    seen: dict[str, tuple[int, str]] = {}  # letter -> (size, where it was fixed)
-    for name, (spec, optional) in specs.items():
-        x = arguments.get(name)
+    weights = _reference(owner)
+    door = _Door(owner, weights, hint)
+    for name, (spec, optional, many) in specs.items():
+        loose = (name in any_device, name in any_dtype)
+        if not many:
+            arguments[name] = door.check(name, arguments.get(name), spec, optional, *loose)
+        elif arguments.get(name):
+            arguments[name] = tuple(door.check(f"{name}[{i}]", x, spec, optional, *loose)
+                                    for i, x in enumerate(arguments[name]))
+
+
+class _Door:
+    """One call's check of its arguments: the letters seen so far, and the tensors whose device and dtype
+    the others must have (the module's weights, else the first tensor argument)."""
+
+    __slots__ = ("owner", "hint", "seen", "device", "dtype", "model")
+
+    def __init__(self, owner: object, weights: torch.Tensor | None, hint: str):
+        self.owner, self.hint, self.seen = owner, hint, {}  # letter -> (size, where it was fixed)
+        self.model = weights is not None
+        self.device = self.dtype = (weights, "the model's weights") if self.model else None
+
+    def check(self, name: str, x: object, spec: Spec, optional: bool, any_device: bool, any_dtype: bool) -> object:
+        """``x`` as the body gets it (ids as ``torch.long``, a NumPy array as a tensor), or the error."""
         if x is None and optional:
-            continue
-        dims = spec.dims
+            return x
+        if spec.arrays and type(x).__module__ == "numpy" and type(x).__name__ == "ndarray":
+            x = torch.as_tensor(x)
+        dims, owner = spec.dims, self.owner
         ndim = None if "..." in dims else len(dims)
         x = tensor(x, name, spec.text, dims=ndim, kind=spec.kind)
         if ndim is None and x.dim() < len(dims) - 1:
             raise ValueError(f"{name} must be {spec.text}: at least {len(dims) - 1} dims, got shape {tuple(x.shape)}")
-        if spec.kind == "ids" and x.dtype != torch.long:
-            arguments[name] = x = x.long()
-        for letter, size in zip(reversed(dims), reversed(x.shape)):
-            if letter == "...":
-                break
-            want, where = (int(letter), "") if letter.isdigit() else seen.get(letter, (None, ""))
+        if spec.kind is not None and "ids" in spec.kind and x.dtype not in (torch.long, torch.bool):
+            x = x.long()
+        for letter, size in spec.letters(x.shape):
+            want, where = (int(letter), "") if letter.isdigit() else self.seen.get(letter, (None, ""))
             if want is None and (bound := _size_of(owner, letter)) is not None:
                 want, where = bound, f"{type(owner).__name__}'s {letter}"
             if want is None:
-                seen[letter] = (size, f"{name} {spec.text}")
+                self.seen[letter] = (size, f"{name} {spec.text}")
             elif size != want:
-                raise ValueError(f"{name} must be {spec.text} = {_expected(spec, seen, owner, letter, want)} with "
+                raise ValueError(f"{name} must be {spec.text} = {_expected(spec, self.seen, owner, letter, want)} with "
                                  f"{letter}={want}" + (f" as in {where}" if where else "")
-                                 + f", got shape {tuple(x.shape)} ({letter}={size})" + (f"; {hint}" if hint else ""))
-        if ref is None:
-            if x.is_floating_point():
-                ref, whose = x, name
-            continue
-        if x.device != ref.device:
-            raise ValueError(f"{name} is on {x.device} but {whose} {'are' if ref is not x and whose.endswith('weights') else 'is'} "
-                             f"on {ref.device}; move it with {name}.to({str(ref.device)!r})"
-                             + (f" (or the model with model.to({str(x.device)!r}))" if whose.endswith("weights") else ""))
-        if x.is_floating_point() and ref.is_floating_point() and x.dtype != ref.dtype:
-            raise TypeError(f"{name} has dtype {x.dtype} but {whose} {'have' if whose.endswith('weights') else 'has'} "
-                            f"{ref.dtype}; convert it with {name}.to({ref.dtype})"
-                            + (f" (or the model with model.to({x.dtype}))" if whose.endswith("weights") else ""))
+                                 + f", got shape {tuple(x.shape)} ({letter}={size})"
+                                 + (f"; {self.hint}" if self.hint else ""))
+        model = self.model
+        if not any_device:
+            if self.device is None:
+                self.device = (x, name)
+            elif x.device != (ref := self.device[0]).device:
+                raise ValueError(f"{name} is on {x.device} but {self.device[1]} {'are' if model else 'is'} on "
+                                 f"{ref.device}; move it with {name}.to({str(ref.device)!r})"
+                                 + (f" (or the model with model.to({str(x.device)!r}))" if model else ""))
+        if not any_dtype and x.is_floating_point():
+            if self.dtype is None:
+                self.dtype = (x, name)
+            elif (ref := self.dtype[0]).is_floating_point() and x.dtype != ref.dtype:
+                raise TypeError(f"{name} has dtype {x.dtype} but {self.dtype[1]} {'have' if model else 'has'} "
+                                f"{ref.dtype}; convert it with {name}.to({ref.dtype})"
+                                + (f" (or the model with model.to({x.dtype}))" if model else ""))
+        return x
 
 
-def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True):
+def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = None, hint: str = "",
+             trust_callees: bool = True, any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = ()) -> Callable:
     """Declare a public entry point's contract once, at its door.
 
     The tensor arguments' shapes and dtypes come from the signature (``src: Ids["B S"]``, ``x: Float["B T
@@ -331,7 +398,9 @@ def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True)
     ``greedy_decode``) check nothing again while it runs (:func:`trusted`). ``trust_callees=False`` where
     the function hands its arguments on unchecked (a loss function of the caller's, a model called on a
     text whose ids only the model's door checks): the doors it calls then check as usual.
-    ``hint`` is added to a message about mismatched dims."""
+    ``hint`` is added to a message about mismatched dims. ``any_device`` names the tensor arguments that may
+    live on another device than the module's weights (a corpus kept on the CPU, cut into batches that move),
+    ``any_dtype`` those whose float dtype is their own (float32 angles rotating a bfloat16 ``x``)."""
     import functools
     import inspect
 
@@ -354,6 +423,12 @@ def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True)
             bound.apply_defaults()
             return bound.arguments
 
+        def call(arguments: dict):
+            if plain:
+                return fn(**arguments)
+            bound = inspect.BoundArguments(signature, arguments)  # *args and **kwargs spread out again
+            return fn(*bound.args, **bound.kwargs)
+
         @functools.wraps(fn)
         def door(*args, **kwargs):
             if getattr(_door, "open", False):
@@ -361,14 +436,14 @@ def contract(fn=None, *, rules=None, hint: str = "", trust_callees: bool = True)
             if not cache:
                 cache.append(_specs(fn))
             arguments = arguments_of(args, kwargs)
-            check_arguments(fn, arguments, cache[0], hint)
+            check_arguments(arguments, cache[0], hint, any_device=any_device, any_dtype=any_dtype)
             if rules is not None:
                 rules(**arguments)
             if not trust_callees:
-                return fn(**arguments)
+                return call(arguments)
             _door.open = True
             try:
-                return fn(**arguments)
+                return call(arguments)
             finally:
                 _door.open = False
 

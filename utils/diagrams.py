@@ -442,7 +442,7 @@ def multi_head_attention(num_heads: int = 4) -> Figure:
     _arrow(ax, cat.right, out.left)
     _text(ax, (cat.right[0] + out.left[0]) / 2, 2.48, "$W_O$", fs=12)
     _text(ax, 5.5, 0.22, f"drawn with $H = {H}$; parameters $4D^2 + 4D$ whatever $H$ "
-          r"($D$ = d_model, $d_k$ = d_head in utils.attention)", fs=SMALL)
+          r"($D$ = d_model, $d_k = D/H$ = d_k in utils.attention)", fs=SMALL)
     return fig
 
 

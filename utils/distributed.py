@@ -23,7 +23,9 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from utils.gpt import GPT, get_batch
+from utils import checks
+from utils.checks import Ids, contract
+from utils.gpt import GPT, _batch_rules, get_batch
 
 __all__ = ["DistInfo", "init_distributed", "autocast", "DataParallelModel", "ShardedBatchSampler", "train_gpt"]
 
@@ -75,6 +77,11 @@ class DataParallelModel(DDP):
         except AttributeError:
             return getattr(self.module, name)
 
+    @contract(trust_callees=False)  # the wrapped model's door checks the arguments: its contract is this one's
+    def forward(self, *inputs: object, **kwargs: object) -> object:
+        """The wrapped model's forward, its gradients averaged across the processes by DDP."""
+        return super().forward(*inputs, **kwargs)
+
 
 class ShardedBatchSampler:
     """Rank ``rank`` of ``world_size`` takes batches rank, rank + N, rank + 2N, … of ``batch_sampler``
@@ -103,15 +110,24 @@ class ShardedBatchSampler:
         yield from batches[self.rank: len(self) * self.world_size: self.world_size]
 
 
-def train_gpt(model: GPT, train: torch.Tensor, *, steps: int, batch_size: int, lr: float, seed: int = 0,
+def _train_rules(model: GPT, train: torch.Tensor, steps: int, batch_size: int, **_) -> None:
+    """Checked once for the whole run (the loop behind the door trusts its batches): whole step and batch
+    counts, ids inside the model's vocabulary, a text longer than one window."""
+    checks.integer(steps, "steps", minimum=0)
+    checks.integer(batch_size, "batch_size", minimum=1)
+    checks.vocab_ids(train, model.cfg.vocab_size, "train")
+    _batch_rules(train, model.cfg.block_size, batch_size)
+
+
+# train stays on the CPU: each batch is cut from it and moved to the model's device
+@contract(rules=_train_rules, any_device=("train",))
+def train_gpt(model: GPT, train: Ids["N"], *, steps: int, batch_size: int, lr: float, seed: int = 0,
               info: DistInfo | None = None, bf16: bool = True, log_every: int = 0, clip: float = 1.0) -> dict:
     """Train ``model`` on the token ids ``train`` for ``steps`` steps; ``batch_size`` windows **per
     process**. With ``info.world_size`` > 1 (after :func:`init_distributed`) the model is wrapped in
     DDP. Returns ``{"losses": [...], "seconds": s, "cpu_seconds": c, "tokens": n}`` (wall-clock seconds, this
     process's CPU seconds, which a busy machine disturbs far less, and the tokens seen by all processes)."""
     info = info or DistInfo(device=next(model.parameters()).device)
-    if steps < 0 or batch_size < 1:
-        raise ValueError(f"need steps >= 0 and batch_size >= 1, got {steps} and {batch_size}")
     T, N, r = model.cfg.block_size, info.world_size, info.rank
     net = DDP(model) if N > 1 else model
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.1)

@@ -88,7 +88,8 @@ def nearest_neighbours(weights: Float["V D"], vocab: Vocab, word: str, k: int = 
     return [(vocab.itos[i], float(s)) for s, i in zip(top.values, top.indices)]
 
 
-def plot_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 8, ax: plt.Axes | None = None) -> plt.Axes:
+@contract
+def plot_neighbours(weights: Float["V D"], vocab: Vocab, word: str, k: int = 8, ax: plt.Axes | None = None) -> plt.Axes:
     """Horizontal bars: the nearest neighbours of ``word`` and their cosine similarity."""
     pairs = nearest_neighbours(weights, vocab, word, k)
     if ax is None:
@@ -102,7 +103,9 @@ def plot_neighbours(weights: torch.Tensor, vocab: Vocab, word: str, k: int = 8, 
     return ax
 
 
-def plot_embeddings_2d(weights: torch.Tensor, vocab: Vocab, groups: dict[str, Sequence[str]], ax: plt.Axes | None = None) -> plt.Axes:
+@contract
+def plot_embeddings_2d(weights: Float["V D"], vocab: Vocab, groups: dict[str, Sequence[str]],
+                       ax: plt.Axes | None = None) -> plt.Axes:
     """Project the vectors of the given words onto their first two principal
     components and scatter them, coloured by group, each point labelled with its word."""
     words = [w for ws in groups.values() for w in ws]

@@ -88,15 +88,19 @@ def split_text(ids: Ids["N"], val_frac: float = 0.1, test_frac: float = 0.1) -> 
     return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
 
 
-@contract
-def get_batch(data: Ids["N"], block_size: int, batch_size: int, generator: torch.Generator | None = None,
-              device: torch.device | str | None = None) -> tuple[Ids["B T"], Ids["B T"]]:
-    """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
+def _batch_rules(data: torch.Tensor, block_size: int, batch_size: int, **_) -> None:
+    """Whole sizes >= 1, and a text longer than one window."""
     block_size, batch_size = checks.integer(block_size, "block_size"), checks.integer(batch_size, "batch_size")
     if block_size < 1 or batch_size < 1:
         raise ValueError(f"block_size and batch_size must be >= 1, got {block_size} and {batch_size}")
     if len(data) <= block_size:
         raise ValueError(f"the text ({len(data)} tokens) must be longer than block_size ({block_size})")
+
+
+@contract(rules=_batch_rules)
+def get_batch(data: Ids["N"], block_size: int, batch_size: int, generator: torch.Generator | None = None,
+              device: torch.device | str | None = None) -> tuple[Ids["B T"], Ids["B T"]]:
+    """``batch_size`` random windows: inputs x (B, T) and targets y (B, T), where y[:, t] is the token after x[:, t]."""
     start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
     x = torch.stack([data[i:i + block_size] for i in start.tolist()])          # (B, T)
     y = torch.stack([data[i + 1:i + 1 + block_size] for i in start.tolist()])  # (B, T)

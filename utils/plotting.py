@@ -12,17 +12,31 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from utils.checks import Float, contract
+from utils.training import History
+
 __all__ = ["plot_attention", "plot_attention_grid", "plot_loss"]
 
 
-def _as_numpy(w) -> np.ndarray:
-    if isinstance(w, torch.Tensor):
-        w = w.detach().float().cpu().numpy()
-    return np.asarray(w, dtype=float)
+def _fits_tokens(weights: torch.Tensor, query_tokens: Sequence[str], key_tokens: Sequence[str], **_) -> None:
+    """What the shape cannot say: the map has a row for each query token and a column for each key token."""
+    nq, nk = len(query_tokens), len(key_tokens)
+    if weights.shape[-2] < nq or weights.shape[-1] < nk:
+        raise ValueError(f"weights: a map of shape {tuple(weights.shape[-2:])} is smaller than the {nq} query x {nk} "
+                         f"key tokens given")
 
 
+def _grid_rules(weights: torch.Tensor, query_tokens: Sequence[str], key_tokens: Sequence[str], **_) -> None:
+    """(R, C, Tq, Tk) or (C, Tq, Tk): at most 4 dims, and maps as large as the tokens."""
+    if weights.dim() > 4:
+        raise ValueError(f"weights must be (R, C, Tq, Tk) (rows, cols: e.g. layers, heads) or (C, Tq, Tk), got shape "
+                         f"{tuple(weights.shape)}")
+    _fits_tokens(weights, query_tokens, key_tokens)
+
+
+@contract(rules=_fits_tokens)
 def plot_attention(
-    weights,
+    weights: Float["Tq Tk"] | np.ndarray,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
     ax: plt.Axes | None = None,
@@ -39,13 +53,8 @@ def plot_attention(
     are cut off, so pass the real tokens only. The colours run from 0 to ``vmax``
     (default: the map's own largest weight; pass 1.0 to compare several maps).
     """
-    w = _as_numpy(weights)
-    if w.ndim != 2:
-        raise ValueError(f"plot_attention expects a 2-D (queries, keys) map, got shape {w.shape}")
     nq, nk = len(query_tokens), len(key_tokens)
-    if w.shape[0] < nq or w.shape[1] < nk:
-        raise ValueError(f"map of shape {w.shape} is smaller than the {nq} query x {nk} key tokens given")
-    w = w[:nq, :nk]
+    w = weights.detach().float().cpu().numpy()[:nq, :nk]
     if ax is None:
         _, ax = plt.subplots(figsize=(0.45 * nk + 2, 0.4 * nq + 1.5))
     if vmax is None:
@@ -66,8 +75,9 @@ def plot_attention(
     return ax
 
 
+@contract(rules=_grid_rules)
 def plot_attention_grid(
-    weights,
+    weights: Float["... C Tq Tk"] | np.ndarray,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
     row_label: str = "layer",
@@ -80,11 +90,7 @@ def plot_attention_grid(
 
     Each panel is coloured from 0 to its own largest weight; with ``colorbar=True`` every
     panel uses one scale, 0 to 1, shown by one colour bar, so panels can be compared."""
-    w = _as_numpy(weights)
-    if w.ndim == 3:
-        w = w[None]
-    if w.ndim != 4:
-        raise ValueError(f"plot_attention_grid expects (rows, cols, Tq, Tk) or (cols, Tq, Tk), got shape {w.shape}")
+    w = weights if weights.dim() == 4 else weights[None]  # (R, C, Tq, Tk)
     R, C = w.shape[:2]
     fig, axes = plt.subplots(R, C, figsize=(cell_size * C + 1, cell_size * R + 0.5), squeeze=False)
     for r in range(R):
@@ -104,7 +110,7 @@ def plot_attention_grid(
     return fig
 
 
-def plot_loss(history, ax: plt.Axes | None = None, window: int = 20, label: str | None = None, title: str | None = None) -> plt.Axes:
+def plot_loss(history: History, ax: plt.Axes | None = None, window: int = 20, label: str | None = None, title: str | None = None) -> plt.Axes:
     """Training loss per step (faint), its mean over ``window`` steps and, if recorded,
     validation loss at the steps it was measured. ``history`` is a
     :class:`utils.training.History`.

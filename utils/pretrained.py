@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from . import checks
+from .checks import Float, Tensor, contract
 from .data import REPO_ROOT, _sha256  # the data cache's streaming SHA-256
 from .text import Vocab
 
@@ -182,12 +183,11 @@ def _check_described(path: Path, stored: dict[str, torch.Tensor], meta: dict) ->
                                   f"{described[key]}): the model's ids would decode to other words; restore the json")
 
 
-def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+@contract
+def quantize_int8(w: Float["R C ..."]) -> tuple[Tensor["R C ..."], Float["R"]]:
     """Symmetric int8 per row: ``w ≈ q * scale`` with ``q`` (R, ...) int8 in [-127, 127] and
     ``scale`` (R,) float16 = max |row| / 127 (rounded to float16 first, so ``q`` is rounded against
     the scale that is stored). An all-zero row (a padding embedding) gets scale 0 and stays zero."""
-    if not w.is_floating_point() or w.dim() < 2:
-        raise ValueError(f"quantize_int8 expects a floating tensor with at least 2 dimensions, got {w.dtype} {tuple(w.shape)}")
     w = w.detach().float()
     scale = (w.flatten(1).abs().amax(1) / 127).half()                        # (R,)
     shape = (-1,) + (1,) * (w.dim() - 1)

@@ -39,8 +39,9 @@ __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQuer
            "peak_memory", "influence_by_distance"]
 
 
-def online_softmax_update(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,
-                          v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+@contract
+def online_softmax_update(m: Float["... Tq 1"], l: Float["... Tq 1"], acc: Float["... Tq d_v"], scores: Float["... Tq b"],
+                          v: Float["... b d_v"]) -> tuple[Float["... Tq 1"], Float["... Tq 1"], Float["... Tq d_v"]]:
     """Fold one block of keys into the running state of a softmax-weighted sum.
 
     State: ``m`` (..., Tq, 1) the largest score seen so far (-inf before any), ``l`` (..., Tq, 1) the sum
@@ -118,25 +119,32 @@ def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_k: int, bytes_pe
 
 
 @contract
-def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[Float["T half"], Float["T half"]]:
+def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[Float["T d_k/2"], Float["T d_k/2"]]:
     """cos and sin of the rotation angles, each (T, d_k / 2): position p turns the pair of dims
     (2i, 2i + 1) by the angle p · base^(-2i / d_k), the frequencies of the sinusoidal encoding."""
     if d_k < 2 or d_k % 2:
         raise ValueError(f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}")
-    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d/2,)
-    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d/2)
+    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d_k/2,)
+    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d_k/2)
     return angles.cos(), angles.sin()
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate each pair of dims (2i, 2i + 1) of ``x`` (..., T, d) by the angles of its position:
-    (a, b) -> (a cos − b sin, a sin + b cos), with ``cos``/``sin`` (T, d / 2) from :func:`rope_angles`.
+def _rotary_rules(x: torch.Tensor, cos: torch.Tensor, **_) -> None:
+    """What the letters cannot say: d_k/2 is half of x's d_k."""
+    if x.shape[-1] != 2 * cos.shape[-1]:
+        raise ValueError(f"x (..., T, d_k) needs cos and sin of shape (T, d_k/2) from rope_angles(positions, d_k); got "
+                         f"x {tuple(x.shape)}, cos {tuple(cos.shape)}")
+
+
+# cos and sin stay float32 (rope_angles) whatever x's dtype: the rotation is computed in float32
+@contract(rules=_rotary_rules, any_dtype=("cos", "sin"),
+          hint="cos and sin are (T, d_k/2), from rope_angles(positions, d_k) for x's T positions")
+def apply_rotary(x: Float["... T d_k"], cos: Float["T d_k/2"], sin: Float["T d_k/2"]) -> Float["... T d_k"]:
+    """Rotate each pair of dims (2i, 2i + 1) of ``x`` (..., T, d_k) by the angles of its position:
+    (a, b) -> (a cos − b sin, a sin + b cos), with ``cos``/``sin`` (T, d_k / 2) from :func:`rope_angles`.
     Then q_m · k_n depends on m and n only through m − n."""
-    if x.shape[-1] % 2 or cos.shape != (x.shape[-2], x.shape[-1] // 2) or sin.shape != cos.shape:
-        raise ValueError(f"x (..., T, d) with even d needs cos and sin of shape (T, d/2); got x {tuple(x.shape)}, "
-                         f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)}")
-    a, b = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2) each
-    out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., T, d/2, 2)
+    a, b = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d_k/2) each
+    out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., T, d_k/2, 2)
     return out.flatten(-2).type_as(x)
 
 

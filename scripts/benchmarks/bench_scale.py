@@ -5,7 +5,7 @@ cache sizes, and notebook 09's GPT against the modern block.
     python scripts/benchmarks/bench_scale.py --lengths 512 1024  # fewer lengths
     python scripts/benchmarks/bench_scale.py --steps 0           # skip the training comparison
 
-1. One causal attention call, B = 1, 4 heads, d_head = 64, at each length T: the course's
+1. One causal attention call, B = 1, 4 heads, d_k = 64, at each length T: the course's
    ``scaled_dot_product_attention`` (forms the T×T weights), ``utils.scale.block_attention`` (online
    softmax, 256 keys a block) and PyTorch's fused ``F.scaled_dot_product_attention``. Time: the median
    of ``--reps`` calls. Memory: ``utils.scale.peak_memory``, the most tensor memory the call's operations
@@ -45,7 +45,7 @@ def timed(fn, reps: int) -> float:
 
 def attention_table(lengths: list[int], reps: int, naive_max: int, block: int = 256) -> list[dict]:
     rows = []
-    print(f"\n1. causal attention, B=1, H=4, d_head=64 (median of {reps}; memory: peak tensor bytes inside the call)")
+    print(f"\n1. causal attention, B=1, H=4, d_k=64 (median of {reps}; memory: peak tensor bytes inside the call)")
     print(f"{'T':>6} | {'naive ms':>9} {'naive MiB':>10} | {'block ms':>9} {'block MiB':>10} | {'fused ms':>9} {'fused MiB':>10}")
     for T in lengths:
         g = torch.Generator().manual_seed(0)
@@ -76,9 +76,9 @@ def cache_table() -> None:
     from utils.gpt import GPT, GPTConfig
     print("\n2. key/value cache per token (keys + values, every layer)")
     print(f"{'model':>34} | {'kv heads':>8} | {'bytes/token':>12} | {'at 8,192 tokens':>15}")
-    for label, L, H, dh in (("a 7B-sized model, bf16 (32 x 32 x 128)", 32, 32, 128),):
+    for label, L, H, d_k in (("a 7B-sized model, bf16 (32 x 32 x 128)", 32, 32, 128),):
         for kv in (H, 8, 1):
-            b = kv_cache_bytes_per_token(L, kv, dh)
+            b = kv_cache_bytes_per_token(L, kv, d_k)
             print(f"{label[:34]:>34} | {kv:8d} | {b:12,d} | {b * 8192 / 2**30:12.2f} GiB")
     for kv in (4, 2, 1):  # measured on notebook 10's small model (float32)
         torch.manual_seed(0)

@@ -62,6 +62,7 @@ ATTACKS = [
     Attack("built-in: types.FunctionType clones of the utils mask helpers", 3,
            {"ex1": "import types\nimport utils.attention\n\n\n"
                    "def _clone(f):\n"
+                   "    f = getattr(f, '__wrapped__', f)  # the code behind a contract's door\n"
                    "    return types.FunctionType(f.__code__, f.__globals__, 'mine', f.__defaults__)\n\n\n"
                    "_causal, _padding = _clone(utils.attention.causal_mask), _clone(utils.attention.key_padding_mask)\n\n\n"
                    "def decoder_self_mask(tgt, pad_id=0):\n"

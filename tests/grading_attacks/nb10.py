@@ -20,7 +20,7 @@ ATTACKS = [
                    "def online_update(m, l, acc, scores, v):\n    return fold(m, l, acc, scores, v)\n"}, _EX1, fast=True),
     Attack("built-in: a types.FunctionType clone of utils.scale.online_softmax_update", 3,
            {"ex1": "import types\nimport utils.scale\n"
-                   "_f = utils.scale.online_softmax_update\n"
+                   "_f = utils.scale.online_softmax_update.__wrapped__\n"
                    "_clone = types.FunctionType(_f.__code__, _f.__globals__, 'mine', _f.__defaults__)\n\n\n"
                    "def online_update(m, l, acc, scores, v):\n    return _clone(m, l, acc, scores, v)\n"}, _EX1),
     Attack("built-in: a second copy of utils/scale.py loaded from its file (online_softmax_update)", 3,

@@ -246,7 +246,7 @@ def attacks_05() -> list[Attack]:
         Attack("registry alternative: utils' MultiHeadAttention.split_heads and merge_heads called unbound", 13,
                {"ex1": "import types\nfrom utils.attention import MultiHeadAttention\n\n\n"
                        "def split_heads(x, num_heads):\n"
-                       "    me = types.SimpleNamespace(num_heads=num_heads, d_head=x.shape[-1] // num_heads)\n"
+                       "    me = types.SimpleNamespace(num_heads=num_heads, d_k=x.shape[-1] // num_heads)\n"
                        "    return MultiHeadAttention.split_heads(me, x)\n\n\n"
                        "def merge_heads(x):\n"
                        "    return MultiHeadAttention.merge_heads(None, x)\n"},
