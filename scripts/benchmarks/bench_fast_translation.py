@@ -1,0 +1,230 @@
+"""How good a translator can a learner train on one CPU thread in a few minutes? (issue 42)
+
+    python scripts/benchmarks/bench_fast_translation.py --list                 # the arms and their levers
+    python scripts/benchmarks/bench_fast_translation.py --arms course8 wide    # train and score these arms
+    python scripts/benchmarks/bench_fast_translation.py --arms all --resume    # skip arms already in the file
+
+Each arm trains the course's :class:`utils.transformer.Transformer` on Multi30k de->en with one torch thread
+for a fixed number of optimiser steps (so a run is the same on every computer), then scores the whole
+test set (1,000 sentences) with greedy decoding: tokenized corpus BLEU, as notebook 08 prints it. The CPU
+seconds of training (``time.thread_time``: the time the one thread computed, which other processes on the
+machine change far less than wall-clock time) and the wall-clock seconds are both recorded. One line of
+JSON per arm goes to ``runs/fast_translation/results.jsonl``.
+
+The levers the arms vary, one or two at a time from notebook 08's live recipe: the training data (the
+short-pair subset or all 29,000 pairs), batches bucketed by length, the learning-rate schedule for a short
+run, pre-LN, model width and depth, the steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from utils.schedule import transformer_adam, warmup_decay  # noqa: E402
+from utils.training import count_parameters, fit, set_cpu_threads, set_seed  # noqa: E402
+from utils.translation import evaluate_bleu, make_loader, prepare_translation  # noqa: E402
+from utils.rnn import Seq2Seq, seq2seq_loss  # noqa: E402
+from utils.rnn import make_decode_fn as rnn_decode_fn  # noqa: E402
+from utils.transformer import Transformer, TransformerConfig, make_decode_fn, translation_loss  # noqa: E402
+
+OUT = ROOT / "runs" / "fast_translation" / "results.jsonl"
+
+# notebook 08's live recipe today (FULL = False): short pairs, the paper's schedule, 428 steps
+COURSE8 = dict(max_train_len=10, min_freq=2, d_model=128, num_heads=4, d_ff=512, layers=2, dropout=0.1,
+               batch=64, steps=428, schedule="noam", warmup=200, factor=0.45, lr=None,
+               label_smoothing=0.1, pre_norm=False, bucket=True)
+
+
+def arm(**changes) -> dict:
+    return {**COURSE8, **changes}
+
+
+# notebook 03's live recipe today: two epochs over the short pairs (214 steps of 64)
+RNN03 = dict(model="rnn", max_train_len=10, min_freq=2, emb=128, hidden=256, dropout=0.2, batch=64, steps=214,
+             schedule="constant", lr=2e-3, attention="additive", bucket=True)
+
+
+def rnn(**changes) -> dict:
+    return {**RNN03, **changes}
+
+
+ARMS = {
+    "course8": arm(),
+    "full_data": arm(max_train_len=None),
+    "full_linear": arm(max_train_len=None, schedule="linear", lr=1e-3, warmup_fraction=0.1),
+    "full_linear_2e3": arm(max_train_len=None, schedule="linear", lr=2e-3, warmup_fraction=0.1),
+    "full_prenorm": arm(max_train_len=None, schedule="linear", lr=2e-3, warmup_fraction=0.1, pre_norm=True),
+    "full_prenorm_noam": arm(max_train_len=None, pre_norm=True),
+    "full_prenorm_noam_f07": arm(max_train_len=None, pre_norm=True, factor=0.7),
+    "full_prenorm_linear_3e3": arm(max_train_len=None, schedule="linear", lr=3e-3, warmup_fraction=0.1,
+                                   pre_norm=True),
+    "full_noam_800": arm(max_train_len=None, steps=800),
+    "full_prenorm_noam_800": arm(max_train_len=None, pre_norm=True, steps=800),
+    # notebook 03's GRU encoder-decoder with additive attention (Adam at a constant rate, as in 03 today)
+    "rnn03": rnn(),
+    "rnn03_full": rnn(max_train_len=None),
+    "rnn03_full_600": rnn(max_train_len=None, steps=600),
+    "rnn03_full_600_decay": rnn(max_train_len=None, steps=600, schedule="linear", warmup_fraction=0.05, lr=3e-3),
+    # the candidate for notebook 08: all pairs, pre-LN, the paper's schedule a little higher, ~3 CPU minutes
+    "fast": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=700),
+    # the PyTorch tutorial's Multi30k recipe ("Language Translation with nn.Transformer and torchtext"): its
+    # published hyper-parameters, all pairs, words seen once kept, Adam 1e-4 without a schedule, batch 128;
+    # trained for the CPU seconds the arm named in cpu_budget_of took (a step count would favour neither)
+    "pytorch_tutorial": arm(max_train_len=None, min_freq=1, d_model=512, num_heads=8, d_ff=512, layers=3,
+                            batch=128, schedule="constant", lr=1e-4, label_smoothing=0.0, steps=None,
+                            cpu_budget_of="full_prenorm_noam_800"),
+}
+
+
+def recorded(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def within(loader, seconds: float):
+    """The loader's batches, epoch after epoch, until the thread has computed for ``seconds``."""
+    start = time.thread_time()
+    while True:
+        for batch in loader:
+            if time.thread_time() - start >= seconds:
+                return
+            yield batch
+
+
+def run_arm(name: str, c: dict, seed: int = 0, budget: float | None = None) -> dict:
+    """Train arm ``name`` with config ``c`` on one thread and score the whole test set."""
+    set_cpu_threads(1)
+    data = prepare_translation("de", "en", min_freq=c["min_freq"], max_train_len=c["max_train_len"])
+    set_seed(seed)
+    if c.get("model") == "rnn":
+        return train_and_score(name, c, seed, data, *rnn_model(c, data), budget)
+    cfg = TransformerConfig(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab), d_model=c["d_model"],
+                            num_heads=c["num_heads"], d_ff=c["d_ff"], num_encoder_layers=c["layers"],
+                            num_decoder_layers=c["layers"], dropout=c["dropout"], tie_output=True,
+                            pre_norm=c["pre_norm"])
+    model, loss_fn = Transformer(cfg), partial(translation_loss, label_smoothing=c["label_smoothing"])
+    if c["schedule"] == "noam":     # the paper's rule: d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
+        opt, sched = transformer_adam(model.parameters(), c["d_model"], c["warmup"], c["factor"])
+    elif c["schedule"] == "constant":
+        opt = torch.optim.Adam(model.parameters(), lr=c["lr"], betas=(0.9, 0.98), eps=1e-9)
+        sched = None
+    else:                           # a peak rate, a short linear warm-up, a linear decay to the last step
+        opt = torch.optim.Adam(model.parameters(), lr=c["lr"], betas=(0.9, 0.98), eps=1e-9)
+        rule = warmup_decay(c["steps"], warmup=True, warmup_fraction=c["warmup_fraction"])
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, rule)
+    return train_and_score(name, c, seed, data, model, loss_fn, opt, sched, make_decode_fn(model), budget)
+
+
+def rnn_model(c: dict, data) -> tuple:
+    model = Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), emb_dim=c["emb"], enc_hidden=c["hidden"] // 2,
+                    dec_hidden=c["hidden"], bidirectional=True, attention=c["attention"], dropout=c["dropout"])
+    opt = torch.optim.Adam(model.parameters(), lr=c["lr"])
+    sched = None
+    if c["schedule"] == "linear":
+        rule = warmup_decay(c["steps"], warmup=True, warmup_fraction=c["warmup_fraction"])
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, rule)
+    return model, seq2seq_loss, opt, sched, rnn_decode_fn(model)
+
+
+def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, budget) -> dict:
+    loader = make_loader(data.train, c["batch"], shuffle=True, seed=seed, bucket=c["bucket"])
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    if budget is None:
+        epochs = -(-c["steps"] // len(loader))
+        hist = fit(model, loss_fn, loader, opt, epochs=epochs, max_steps=c["steps"], scheduler=sched, progress=False)
+    else:
+        hist = fit(model, loss_fn, within(loader, budget), opt, scheduler=sched, progress=False)
+    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    t0 = time.perf_counter()
+    result = evaluate_bleu(decode_fn, data, "test")
+    return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), train_pairs=len(data.train),
+                vocab=[len(data.src_vocab), len(data.tgt_vocab)], steps=hist.steps, train_cpu_s=round(cpu, 1),
+                train_wall_s=round(wall, 1), final_loss=round(sum(hist.train_loss[-20:]) / 20, 3),
+                test_bleu=round(result.tokenized.score, 2), sacrebleu=round(result.sacrebleu.score, 2),
+                eval_wall_s=round(time.perf_counter() - t0, 1), torch=torch.__version__)
+
+
+def levers(c: dict) -> str:
+    """What an arm changes from its notebook's live recipe (08's Transformer, 03's GRU), in a few words."""
+    base, today = (RNN03, "notebook 03 today (GRU + additive attention, pairs ≤ 10 tokens)") \
+        if c.get("model") == "rnn" else (COURSE8, "notebook 08 today (pairs ≤ 10 tokens, post-LN)")
+    said = {"max_train_len": lambda v: "all pairs" if v is None else f"pairs ≤ {v} tokens",
+            "pre_norm": lambda v: "pre-LN" if v else "post-LN", "steps": lambda v: f"{v} steps",
+            "factor": lambda v: f"factor {v}", "min_freq": lambda v: f"min_freq {v}",
+            "schedule": lambda v: {"linear": "linear warm-up and decay", "constant": "constant rate"}.get(v, v),
+            "lr": lambda v: f"peak {v:g}" if v else "", "d_model": lambda v: f"d_model {v}",
+            "layers": lambda v: f"{v}+{v} layers", "batch": lambda v: f"batch {v}",
+            "label_smoothing": lambda v: f"smoothing {v}"}
+    words = [said[k](v) for k, v in c.items() if k in said and base.get(k) != v and k != "steps"]
+    return ", ".join(w for w in words if w) or today
+
+
+def markdown(rows: list[dict], shipped: dict | None = None) -> str:
+    """One table row per arm (the mean over its seeds, the range when there are several)."""
+    lines = ["| arm | what it changes | parameters | steps | training CPU s (1 thread) | test BLEU (tok.) "
+             "| sacreBLEU | seeds |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in dict.fromkeys(r["arm"] for r in rows):
+        mine = [r for r in rows if r["arm"] == name]
+        bleu = [r["test_bleu"] for r in mine]
+        spread = f" ({min(bleu):.2f}–{max(bleu):.2f})" if len(bleu) > 1 else ""
+        mean = lambda key: sum(r[key] for r in mine) / len(mine)  # noqa: E731
+        lines.append(f"| {name} | {levers(mine[0]['config'])} | {mine[0]['parameters']:,} | {mean('steps'):.0f} "
+                     f"| {mean('train_cpu_s'):.0f} | {mean('test_bleu'):.2f}{spread} | {mean('sacrebleu'):.2f} "
+                     f"| {len(mine)} |")
+    if shipped:
+        greedy = shipped["test"]["greedy"]
+        lines.append(f"| shipped (`pretrained/`) | the full recipe: d_model 256, 3+3 layers, 15 epochs "
+                     f"| {shipped['parameters']:,} | {shipped['steps']} | {shipped['train_seconds']:.0f} "
+                     f"(wall, {shipped['hardware'].split(', ', 1)[1]}) | {greedy['tokenized_bleu']:.2f} "
+                     f"| {greedy['sacrebleu']:.2f} | 1 |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arms", nargs="+", default=["course8"], help="arm names, or all")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--resume", action="store_true", help="skip arms already recorded for this seed")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="print RESULTS.md's table from the recorded runs")
+    args = ap.parse_args()
+    if args.list:
+        for name, c in ARMS.items():
+            print(name, {k: v for k, v in c.items() if COURSE8.get(k) != v})
+        return
+    if args.markdown:
+        from utils.translation import load_run_results
+        print(markdown(recorded(args.out), load_run_results("transformer")))
+        return
+    names = list(ARMS) if args.arms == ["all"] else args.arms
+    done = {(r["arm"], r["seed"]) for r in recorded(args.out)} if args.resume else set()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if (name, args.seed) in done:
+            continue
+        c, budget = ARMS[name], None
+        if c.get("cpu_budget_of"):
+            same = [r for r in recorded(args.out) if r["arm"] == c["cpu_budget_of"] and r["seed"] == args.seed]
+            if not same:
+                sys.exit(f"{name} trains for the CPU seconds of {c['cpu_budget_of']}: run that arm first")
+            budget = same[-1]["train_cpu_s"]
+        r = run_arm(name, c, args.seed, budget)
+        with args.out.open("a") as f:
+            f.write(json.dumps(r) + "\n")
+        print(f"{name:22s} {r['steps']:5d} steps  {r['train_cpu_s']:6.1f} CPU s  {r['train_wall_s']:6.1f} wall s  "
+              f"BLEU {r['test_bleu']:5.2f}  loss {r['final_loss']:.3f}  ({r['train_pairs']} pairs, vocab {r['vocab']})",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
