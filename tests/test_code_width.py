@@ -19,7 +19,7 @@ from scripts.authoring import code_width  # noqa: E402
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 IDS = [p.name[:2] for p in NOTEBOOKS]
 # lines over the limit that the script leaves (long strings, the generated bootstrap cell), per notebook;
-# 03 and 08 as they were before the script ran on them (see tests/test_quiz.py's PENDING)
+# "pending": notebooks not yet run through the script (see tests/test_quiz.py's PENDING)
 CEILING = json.loads((ROOT / "tests" / "code_width.json").read_text(encoding="utf-8"))
 
 

@@ -20,9 +20,9 @@ from utils import quiz  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 IDS = [p.name[:2] for p in NOTEBOOKS]
-# notebooks whose quiz cells are written after a merge (their exercise sections were being edited elsewhere):
-# python scripts/authoring/quiz_cells.py --write 03 08, execute them, then empty this set
-PENDING = {"03", "08"}
+# notebooks whose quiz cells are written after a merge (their exercise sections edited elsewhere at the
+# time): python scripts/authoring/quiz_cells.py --write NN, execute them, then empty this set
+PENDING: set[str] = set()
 TAGS = re.compile(r"</?([a-zA-Z]+)[^>]*>")
 ALLOWED_TAGS = {"i", "b", "code", "sub", "sup"}
 
