@@ -90,14 +90,17 @@ def title(path: Path) -> str:
 
 
 def full_change(path: Path) -> str:
-    """What ``FULL = True`` changes: the comment on the notebook's ``FULL = False`` line."""
+    """What ``FULL = True`` changes: the comment on the notebook's ``FULL = False`` line, or on the line
+    above it when the comment did not fit beside it (``scripts/authoring/code_width.py`` moves it there)."""
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type != "code":
             continue
-        for line in cell.source.splitlines():
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
             m = re.match(r"^FULL = False\s*(?:#\s*(.*))?$", line.strip())
             if m:
-                text = (m.group(1) or "").strip()
+                above = re.match(r"^#\s*(True:.*)$", lines[i - 1].strip()) if i else None
+                text = (m.group(1) or (above.group(1) if above else "")).strip()
                 return re.sub(r"^True:\s*", "", text) or "a larger setting (see its settings cell)"
     return "— (no `FULL` switch)"
 
