@@ -4,6 +4,7 @@ line's sections. Every question has feedback for every answer, the answers are v
 questions, and the cells in the notebooks are what the script writes. The browser side (answered by clicks on
 the website, no kernel) is in ``tests/site/test_site.py``."""
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -68,6 +69,38 @@ def test_every_answer_has_feedback_and_the_answers_are_valid(number):
             assert len(set(shown)) == len(shown), f"{where}: a wrong value equals the right one at precision {p}"
         for text in _texts(q):   # the quiz writes these as HTML: a bare <pad> would vanish
             assert set(TAGS.findall(text)) <= ALLOWED_TAGS, f"{where}: {text[:80]}"
+
+
+def _shown(text):
+    """An answer as the reader sees it: tags dropped, entities (&lt;) as one character."""
+    return html.unescape(TAGS.sub("", text))
+
+
+def _right_answer_longest(q) -> bool:
+    """The right answer is strictly longer than every wrong one, counted in the JSON's characters or as shown."""
+    right = next(a["answer"] for a in q["answers"] if a["correct"] is True)
+    wrong = [a["answer"] for a in q["answers"] if a["correct"] is not True]
+    return any(len(f(right)) > max(len(f(w)) for w in wrong) for f in (str, _shown))
+
+
+def _longest_right(number):
+    mc = [q for q in _all(number) if q["type"] == "multiple_choice"]
+    return [q["question"] for q in mc if _right_answer_longest(q)], len(mc)
+
+
+@pytest.mark.parametrize("number", IDS)
+def test_the_right_answer_is_not_given_away_by_its_length(number):
+    """A reader found the right answer was often the longest option (35 of 48 before the wording pass): in at
+    most a third of a notebook's multiple-choice questions may the right answer be the strictly longest."""
+    longest, n = _longest_right(number)
+    assert 3 * len(longest) <= n, f"notebook {number}: the right answer is the longest option in " \
+        f"{len(longest)} of {n} questions (at most a third): {[q[:50] for q in longest]}"
+
+
+def test_the_right_answer_is_rarely_the_longest_over_the_course():
+    counts = [_longest_right(number) for number in IDS]
+    longest, n = sum(len(c[0]) for c in counts), sum(c[1] for c in counts)
+    assert longest <= 0.30 * n, f"the right answer is the longest option in {longest} of {n} questions (≤ 30 %)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

@@ -31,7 +31,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BEGIN = "# >>> course bootstrap: fetches the course when this notebook runs alone (Colab, Kaggle) >>>"
+PREFIX = "# >>> course bootstrap"   # how a bootstrap cell begins, this version or an earlier one
+BEGIN = PREFIX + ": fetches the course when run alone (Colab, Kaggle) >>>"
 END = "# <<< course bootstrap <<<"
 
 TEMPLATE = '''\
@@ -42,14 +43,17 @@ def _course_bootstrap():
     except ImportError:
         pass
     import importlib, importlib.metadata as md, os, re, subprocess, sys, tempfile
-    url = os.environ.get("COURSE_REPO_URL") or __REPO_URL__
+    url = (os.environ.get("COURSE_REPO_URL")
+           or __REPO_URL__)
     home = os.path.abspath(os.environ.get("COURSE_HOME") or "attention-course")
 
     def run(*cmd):
         r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
         if r.returncode:
-            raise RuntimeError(f"course bootstrap: `{' '.join(map(str, cmd))}` failed (on Kaggle, turn "
-                               f"Internet on in the notebook's settings):\\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+            raise RuntimeError(
+                f"course bootstrap: `{' '.join(map(str, cmd))}` failed "
+                f"(on Kaggle, turn Internet on in the notebook's settings):\\n"
+                f"{r.stdout[-1500:]}{r.stderr[-1500:]}")
 
     def version(dist):
         try:
@@ -61,26 +65,34 @@ def _course_bootstrap():
     cloned = not os.path.isdir(os.path.join(home, "utils"))
     if cloned:
         run("git", "clone", "--depth", "1", "--quiet", url, home)
-    pin = os.path.join(tempfile.mkdtemp(), "keep-torch.txt")  # pip may not replace the runtime's PyTorch
+    # pip may not replace the runtime's PyTorch
+    pin = os.path.join(tempfile.mkdtemp(), "keep-torch.txt")
     with open(pin, "w") as f:
         f.write(f"torch=={torch_before}\\n" if torch_before else "")
     run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", home)
     importlib.invalidate_caches()
-    missing = [r for r in md.requires("attention-course") or [] if "extra ==" not in r
+    missing = [r for r in md.requires("attention-course") or []
+               if "extra ==" not in r
                and version(re.match(r"[A-Za-z0-9._-]+", r).group()) is None]
     if missing:
         run(sys.executable, "-m", "pip", "install", "--quiet", "-c", pin, *missing)
     for name in [m for m in sys.modules if m == "utils" or m.startswith("utils.")]:
-        del sys.modules[name]  # another package called utils, if the runtime had one
+        # another package called utils, if the runtime had one
+        del sys.modules[name]
     sys.path.insert(0, home)
     import utils.data  # noqa: F401, F811
     if torch_before and version("torch") != torch_before:
-        raise RuntimeError(f"course bootstrap: PyTorch changed from {torch_before} to {version('torch')}; "
-                           f"restart the runtime")
-    names = ", ".join(re.match(r"[A-Za-z0-9._-]+", r).group() for r in missing) or "nothing else"
-    print(f"course bootstrap: {'cloned ' + url + ' into' if cloned else 'using the clone in'} {home}, "
+        raise RuntimeError(
+            f"course bootstrap: PyTorch changed from {torch_before} "
+            f"to {version('torch')}; restart the runtime")
+    names = ", ".join(re.match(r"[A-Za-z0-9._-]+", r).group()
+                      for r in missing) or "nothing else"
+    print(f"course bootstrap: "
+          f"{'cloned ' + url + ' into' if cloned else 'using the clone in'} "
+          f"{home}, "
           f"installed it (pip -e, --no-deps) and {names}; PyTorch "
-          + (f"{torch_before} kept" if torch_before else f"{version('torch')} installed"))
+          + (f"{torch_before} kept" if torch_before
+             else f"{version('torch')} installed"))
 
 
 _course_bootstrap()
@@ -109,7 +121,7 @@ CELL_METADATA = {"jupyter": {"source_hidden": True}, "slideshow": {"slide_type":
 
 
 def is_bootstrap(cell) -> bool:
-    return cell.cell_type == "code" and cell.source.startswith(BEGIN)
+    return cell.cell_type == "code" and cell.source.startswith(PREFIX)
 
 
 def first_code_cell(nb):

@@ -40,3 +40,52 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
   else setup();
 })();
+
+/* Search: a result's summary is the text around the words searched for (issue 41, "weak search snippets").
+ *
+ * Sphinx 7.4's searchtools.js takes a result's summary from the page's [role="main"], which in this theme is
+ * the whole <main>: the launch and download buttons, then the page's contents list. It looks for the query's
+ * *stemmed* words in it ("breviti", "penalti"), which the text does not contain, and then shows the first 240
+ * characters: "...Colab" or the contents list, not the hit. Here, on the search page only, the summary is
+ * taken from the article (or the section the hit is in) and centred on the words as typed: the phrase first,
+ * else the first of its words, else a stemmed word, as Sphinx does.
+ */
+(function () {
+  "use strict";
+  const SPAN = 240;
+
+  function articleText(htmlString, anchor) {
+    const doc = new DOMParser().parseFromString(htmlString, "text/html");
+    for (const el of doc.querySelectorAll(".headerlink, script, style")) el.remove();
+    const article = doc.querySelector("article.bd-article") || doc.querySelector('[role="main"]');
+    let root = article;
+    if (anchor && article) {
+      try { root = article.querySelector(anchor) || article; } catch (e) { root = article; }
+    }
+    return root ? root.textContent.replace(/\s+/g, " ").trim() : "";
+  }
+
+  window.addEventListener("DOMContentLoaded", () => {
+    if (typeof Search === "undefined" || !document.getElementById("search-results")) return;
+    const typed = (new URLSearchParams(window.location.search).get("q") || "")
+      .toLowerCase().split(/\s+/).filter(Boolean);
+    Search.htmlToText = articleText;
+    Search.makeSearchSummary = (htmlString, keywords, anchor) => {
+      const text = articleText(htmlString, anchor);
+      if (text === "") return null;
+      const lower = text.toLowerCase();
+      let at = typed.length ? lower.indexOf(typed.join(" ")) : -1;
+      for (const word of [...typed, ...keywords]) {
+        if (at > -1) break;
+        at = lower.indexOf(String(word).toLowerCase());
+      }
+      let start = Math.max(at - SPAN / 3, 0);
+      if (start > 0) start = Math.max(text.indexOf(" ", start) + 1, start);   // begin at a word
+      const summary = document.createElement("p");
+      summary.classList.add("context");
+      summary.textContent = (start > 0 ? "..." : "") + text.substr(start, SPAN).trim() +
+        (start + SPAN < text.length ? "..." : "");
+      return summary;
+    };
+  });
+})();

@@ -349,6 +349,27 @@ def test_search_lists_the_page_that_teaches_it(browser, server, term):
     tab.close()
 
 
+@pytest.mark.parametrize("term", ["teacher forcing", "brevity penalty", "FlashAttention"])
+def test_search_snippets_show_the_words_searched(browser, server, term):
+    """Each result's summary is the text around the hit, not the page's buttons and contents list (issue 41:
+    Sphinx's own summary showed "...Colab" for "brevity penalty"; site/_static/course.js)."""
+    tab = OfflinePage(browser, server)
+    page = tab.open("search.html?q=" + urllib.parse.quote(term))
+    page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#search-progress')?.textContent.includes('Preparing')",
+                           timeout=30_000)
+    page.wait_for_function("() => [...document.querySelectorAll('#search-results ul.search li')]"
+                           ".every(li => li.querySelector('p.context'))", timeout=30_000)
+    snippets = page.eval_on_selector_all("#search-results ul.search li",
+                                         "els => els.map(li => [li.querySelector('a').getAttribute('href'), "
+                                         "li.querySelector('p.context').textContent])")
+    assert snippets and tab.failures == []
+    missing = [(href, text[:120]) for href, text in snippets if term.lower() not in text.lower()]
+    assert not missing, f"search for {term!r}: snippets without it: {missing}"
+    print(f"search {term!r}: {snippets[0][0]}: {snippets[0][1][:160]}")
+    tab.close()
+
+
 def test_dark_mode(browser, server):
     tab = OfflinePage(browser, server, color_scheme="dark")
     page = tab.open("notebooks/06_positional_encoding.html")
