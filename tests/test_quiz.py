@@ -170,3 +170,24 @@ def test_the_quiz_outputs_show_the_quiz_as_it_is_now(path):
             fresh = quiz_cells.quiz_outputs(call.group(1), int(call.group(2)))
             assert _without_ids(cell.outputs) == _without_ids(fresh), (
                 f"{path.name}: stale quiz output: python scripts/authoring/quiz_cells.py --outputs {path.name[:2]}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_each_quiz_on_a_page_has_its_own_id(path):
+    """Two quizzes with one id break the page's script (the notebook's seeded `random` once gave them one)."""
+    ids = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if quiz_cells.is_quiz_cell(cell):
+            for out in cell.outputs:
+                ids += re.findall(r'<div id="([A-Za-z]+)" data-shufflequestions', "".join(out.get("data", {}).get("text/html", "")))
+    assert ids and len(ids) == len(set(ids)), f"{path.name}: quiz ids {ids}"
+
+
+def test_check_yourself_ids_do_not_follow_the_notebooks_seed():
+    import random
+    seen = []
+    for _ in range(2):
+        random.seed(0)
+        seen.append(quiz_cells.quiz_outputs("05", 1))
+    html = ["".join(o[0]["data"]["text/html"]) for o in seen]
+    assert html[0][:40] != html[1][:40], "check_yourself's div id repeats after random.seed(0)"

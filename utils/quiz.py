@@ -95,13 +95,14 @@ def quiz_script(qs: list[dict], div_id: str) -> str:
 
 def check_yourself(notebook: str, part: int) -> None:
     """Show one part of a notebook's quiz: click an answer, read why it is right or wrong."""
-    import random
+    import secrets
     import string
 
     from IPython.display import HTML, display
     from jupyterquiz.dynamic.renderer import build_styles, render_div
 
-    div_id = "".join(random.choice(string.ascii_letters) for _ in range(12))
+    # not the random module: the notebooks seed it, which gave two quizzes of one page the same id
+    div_id = "".join(secrets.choice(string.ascii_letters) for _ in range(12))
     div = render_div(div_id, False, False, False, 1_000_000, 760, 10, "left")   # no shuffling: one order everywhere
     display(HTML(div + build_styles(div_id, COLOURS) + STYLE))
     # where the script does not run (a downloaded notebook not yet trusted), the line a reader sees instead
