@@ -43,3 +43,15 @@ def test_levers_name_what_an_arm_changes():
     assert bench.levers(bench.ARMS["course8"]).startswith("notebook 08 today")
     assert bench.levers(bench.ARMS["rnn03"]).startswith("notebook 03 today")
     assert bench.levers(bench.ARMS["fast"]) == "all pairs, factor 0.7, pre-LN"
+
+
+def test_load_fast_runs_gives_an_arms_runs_and_names_the_fix(tmp_path):
+    import pytest
+    from utils.translation import load_fast_runs
+    rows = load_fast_runs()
+    assert rows == bench.recorded(bench.OUT)
+    assert all(r["arm"] == "fast" for r in load_fast_runs("fast")) and len(load_fast_runs("fast")) >= 3
+    with pytest.raises(ValueError, match="never run.*course8"):
+        load_fast_runs("no_such_arm")
+    with pytest.raises(FileNotFoundError, match="bench_fast_translation.py"):
+        load_fast_runs(runs=tmp_path)

@@ -33,7 +33,7 @@ from .text import PairBatch, PairDataset, Vocab, collate_pairs, detokenize, toke
 __all__ = [
     "TranslationData", "prepare_translation", "LengthBucketSampler", "make_loader",
     "DecodeFn", "translate", "postprocess", "BLEUResult", "evaluate_bleu", "bleu_by_length",
-    "DEFAULT_LENGTH_EDGES", "RUNS_DIR", "load_run_results",
+    "DEFAULT_LENGTH_EDGES", "RUNS_DIR", "load_run_results", "load_fast_runs",
 ]
 
 SPLITS = ("train", "val", "test")
@@ -307,6 +307,29 @@ def bleu_by_length(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
 
 # Where scripts/recipes/train_translation.py writes the full-data runs (the repository's runs/ folder).
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
+
+
+def load_fast_runs(arm: str | None = None, runs: str | Path | None = None) -> list[dict]:
+    """The committed runs of ``scripts/benchmarks/bench_fast_translation.py``: one dict per arm and seed
+    (its config, steps, training CPU seconds on one thread, test BLEU), in the order they were run;
+    only ``arm``'s when given.
+
+    Notebooks 03 and 08 put them beside what they train live: the same recipes with other seeds, and the
+    levers that made the live recipes fast. ``FileNotFoundError`` (naming the command) when the file is
+    missing, ``ValueError`` for an arm that was never run.
+    """
+    path = Path(runs if runs is not None else RUNS_DIR) / "fast_translation" / "results.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no recorded runs at {path}; make them with "
+                                f"`python scripts/benchmarks/bench_fast_translation.py --arms ARM --seed N`")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if arm is None:
+        return rows
+    mine = [r for r in rows if r["arm"] == arm]
+    if not mine:
+        known = ", ".join(dict.fromkeys(r["arm"] for r in rows))
+        raise ValueError(f"arm={arm!r} was never run; the recorded arms are: {known}")
+    return mine
 
 
 def load_run_results(model: str, runs: str | Path | None = None) -> dict:

@@ -77,6 +77,19 @@ ARMS = {
     "rnn03_full_600_decay": rnn(max_train_len=None, steps=600, schedule="linear", warmup_fraction=0.05, lr=3e-3),
     # the candidate for notebook 08: all pairs, pre-LN, the paper's schedule a little higher, ~3 CPU minutes
     "fast": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=700),
+    # notebook 08's live recipe from issue 42 on: the same, for one epoch over all pairs (454 batches of 64)
+    "fast08": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454),
+    "fast08_w150_f08": arm(max_train_len=None, pre_norm=True, factor=0.8, warmup=150, steps=454),
+    # notebook 03's GRU with additive attention (03's Adam at 2e-3), all pairs, for the CPU seconds fast08 took
+    # with the same seed: notebook 08's Appendix A.8 sets the two side by side
+    # notebook 08 exactly: fast08 with the validation loss every 100 steps (which moves the dropout masks)
+    "nb08": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, eval_every=100),
+    # and without dropout: one epoch cannot overfit, and no random masks at all
+    "nb08_nodrop": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, eval_every=100, dropout=0.0),
+    # notebook 03's GRU with additive attention (Adam at 2e-3), all pairs, no dropout either, for the CPU
+    # seconds nb08_nodrop took with the same seed: notebook 08's Appendix A.8 sets the two side by side
+    "rnn_budget_nb08": rnn(max_train_len=None, steps=None, dropout=0.0, cpu_budget_of="nb08_nodrop"),
+    "rnn_budget08": rnn(max_train_len=None, steps=None, cpu_budget_of="fast08"),
     # the PyTorch tutorial's Multi30k recipe ("Language Translation with nn.Transformer and torchtext"): its
     # published hyper-parameters, all pairs, words seen once kept, Adam 1e-4 without a schedule, batch 128;
     # trained for the CPU seconds the arm named in cpu_budget_of took (a step count would favour neither)
@@ -140,7 +153,12 @@ def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, 
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     if budget is None:
         epochs = -(-c["steps"] // len(loader))
-        hist = fit(model, loss_fn, loader, opt, epochs=epochs, max_steps=c["steps"], scheduler=sched, progress=False)
+        # eval_every: the validation loss every so many steps, as notebook 08 measures it (each pass over a
+        # DataLoader draws a number from torch's global generator, so it moves the dropout masks after it)
+        val = dict(val_loader=make_loader(data.val, 256, shuffle=False), eval_every=c["eval_every"]) \
+            if c.get("eval_every") else {}
+        hist = fit(model, loss_fn, loader, opt, epochs=epochs, max_steps=c["steps"], scheduler=sched, progress=False,
+                   **val)
     else:
         hist = fit(model, loss_fn, within(loader, budget), opt, scheduler=sched, progress=False)
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
