@@ -39,7 +39,7 @@ from utils.transformer import Transformer, TransformerConfig, make_decode_fn, tr
 
 OUT = ROOT / "runs" / "fast_translation" / "results.jsonl"
 
-# notebook 08's live recipe today (FULL = False): short pairs, the paper's schedule, 428 steps
+# notebook 08's live recipe before issue 42 (FULL = False): short pairs, the paper's schedule, 428 steps
 COURSE8 = dict(max_train_len=10, min_freq=2, d_model=128, num_heads=4, d_ff=512, layers=2, dropout=0.1,
                batch=64, steps=428, schedule="noam", warmup=200, factor=0.45, lr=None,
                label_smoothing=0.1, pre_norm=False, bucket=True)
