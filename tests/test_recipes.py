@@ -54,3 +54,44 @@ def test_recipe_runs_under_torchrun_with_two_processes(tmp_path):
     # 300 pairs in batches of 16 = 19 batches; each rank takes every other one, the odd one out is dropped
     assert saved["steps"] == 9
     assert "x 2 processes" in res.stdout and res.stdout.count("epoch 1:") == 1  # rank 0 prints
+
+
+def load_recipe(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "recipes" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_attention_seeds_records_what_notebook_03_reads(tmp_path):
+    """Notebook 03's appendix runs, on a few steps: both arms, every score, the curves' checkpoints."""
+    script = load_recipe("attention_seeds")
+    out = tmp_path / "results.json"
+    script.main(["--seeds", "0", "--curve-seeds", "0", "--steps", "2", "--toy-epochs", "1", "--rounds", "2",
+                 "--out", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["recipe"] == {**script.RECIPE, "steps": 2}
+    assert [(r["arm"], r["seed"], r["steps"]) for r in saved["translation"]] == [
+        ("no attention", 0, 2), ("additive attention", 0, 2)]
+    assert all(0 <= r["tokenized_bleu"] <= 100 and r["bleu_by_length"] for r in saved["translation"])
+    assert [r["score"] for r in saved["toy"]["scores"]] == ["no attention", "cosine", "additive", "dot", "scaled_dot"]
+    assert [[p[0] for p in c["curve"]] for c in saved["toy"]["curves"]] == [[1, 2], [1, 2]]
+    # a curve's first checkpoint is the score run of the same seed (the same code, from the same seed)
+    first = {c["score"]: c["curve"][0][1] for c in saved["toy"]["curves"]}
+    assert all(first[r["score"]] == r["exact"] for r in saved["toy"]["scores"] if r["score"] in first)
+
+
+def test_notebook_03_loads_the_run_of_its_own_recipe():
+    """The committed run holds the recipe of notebook 03's CFG (FULL = False); with another CFG the notebook
+    would train its other seeds live, minutes more."""
+    import ast
+
+    import nbformat
+
+    committed = json.loads((ROOT / "runs" / "attention_seeds" / "results.json").read_text())
+    nb = nbformat.read(ROOT / "notebooks" / "03_additive_attention.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "FULL = False" in c.source)
+    branch = next(n for n in ast.walk(ast.parse(cell)) if isinstance(n, ast.If)).orelse[0]
+    cfg = {k.arg: ast.literal_eval(k.value) for k in branch.value.keywords}
+    assert committed["recipe"] == cfg == load_recipe("attention_seeds").RECIPE
+    assert {r["seed"] for r in committed["translation"]} == {0, 1, 2}
