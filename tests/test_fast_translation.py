@@ -40,8 +40,8 @@ def test_within_stops_at_the_cpu_budget_and_cycles_the_loader():
 
 
 def test_levers_name_what_an_arm_changes():
-    assert bench.levers(bench.ARMS["course8"]).startswith("notebook 08 today")
-    assert bench.levers(bench.ARMS["rnn03"]).startswith("notebook 03 today")
+    assert bench.levers(bench.ARMS["course8"]).startswith("notebook 08 before")
+    assert bench.levers(bench.ARMS["rnn03"]).startswith("notebook 03 before")
     assert bench.levers(bench.ARMS["fast"]) == "all pairs, factor 0.7, pre-LN"
 
 

@@ -182,9 +182,10 @@ def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, 
 
 
 def levers(c: dict) -> str:
-    """What an arm changes from its notebook's live recipe (08's Transformer, 03's GRU), in a few words."""
-    base, today = (RNN03, "notebook 03 today (GRU + additive attention, pairs ≤ 10 tokens)") \
-        if c.get("model") == "rnn" else (COURSE8, "notebook 08 today (pairs ≤ 10 tokens, post-LN)")
+    """What an arm changes from its notebook's recipe before issue 42 (08's Transformer, 03's GRU), in a few
+    words (the steps have their own column)."""
+    base, today = (RNN03, "notebook 03 before (GRU + additive attention, pairs ≤ 10 tokens)") \
+        if c.get("model") == "rnn" else (COURSE8, "notebook 08 before (pairs ≤ 10 tokens, post-LN)")
     said = {"max_train_len": lambda v: "all pairs" if v is None else f"pairs ≤ {v} tokens",
             "pre_norm": lambda v: "pre-LN" if v else "post-LN", "steps": lambda v: f"{v} steps",
             "factor": lambda v: f"factor {v}", "min_freq": lambda v: f"min_freq {v}",
@@ -192,7 +193,10 @@ def levers(c: dict) -> str:
             "lr": lambda v: f"peak {v:g}" if v else "", "d_model": lambda v: f"d_model {v}",
             "layers": lambda v: f"{v}+{v} layers", "batch": lambda v: f"batch {v}",
             "label_smoothing": lambda v: f"smoothing {v}",
-            "attention": lambda v: "no attention" if v is None else f"{v} attention"}
+            "attention": lambda v: "no attention" if v is None else f"{v} attention",
+            "dropout": lambda v: "no dropout" if v == 0 else f"dropout {v}",
+            "warmup": lambda v: f"warm-up {v}", "eval_every": lambda v: f"validation loss every {v} steps",
+            "cpu_budget_of": lambda v: f"for the CPU seconds of {v}"}
     words = [said[k](v) for k, v in c.items() if k in said and base.get(k) != v and k != "steps"]
     return ", ".join(w for w in words if w) or today
 
