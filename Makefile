@@ -3,6 +3,8 @@
 #   make test   create .venv if needed, install, run every test and every notebook
 #   make test-portable   the notebooks again under PyTorch's portable CPU kernels (CI runs it too)
 #   make test-busy  the notebooks beside 3 CPU-bound processes (BUSY=3): timing claims must hold on a busy laptop
+#   make test-flaky the notebooks with timing asserts, 5 runs x (native, portable kernels) x (quiet, busy):
+#                   each timing assert's smallest margin to its bound (FLAKY_K=5)
 #   make slides     a reveal.js slide deck per notebook in build/slides/ (opens offline, from file://)
 #   make handouts   an HTML hand-out per notebook in build/handouts/ (opens offline, from file://)
 #   make test-browser    every notebook run in JupyterLab in Chromium, its explorers and RISE slides checked
@@ -59,7 +61,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-flaky test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -108,6 +110,17 @@ test-busy: $(STAMP)
 	echo "test-busy: $(BUSY) CPU-bound processes beside the notebooks (pids$$pids)"; \
 	$(BIN)/python -m pytest $(XDIST) $(NBVAL_ARGS) $(BUSY_NOTEBOOKS) $(PYTEST_ARGS); rc=$$?; \
 	echo "busy notebook run (beside $(BUSY) CPU-bound processes) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# The notebooks that still assert anything about time (found by scripts/measure/timing_asserts.py), run
+# FLAKY_K times in each of four conditions: native and portable CPU kernels, quiet and beside BUSY CPU-bound
+# processes. Prints each timing assert's smallest margin to its bound; fails if any run fails.
+#   make test-flaky FLAKY_K=1 FLAKY_CONDITIONS=portable-busy FLAKY_NOTEBOOKS="10"
+FLAKY_K ?= 5
+FLAKY_CONDITIONS ?= native-quiet,native-busy,portable-quiet,portable-busy
+FLAKY_NOTEBOOKS ?=
+test-flaky: $(STAMP)
+	$(BIN)/python -m scripts.measure.flaky --runs $(FLAKY_K) --conditions $(FLAKY_CONDITIONS) --jobs $(JOBS) \
+		--busy $(BUSY) $(if $(FLAKY_NOTEBOOKS),--notebooks $(FLAKY_NOTEBOOKS))
 
 # JupyterLab driven by Playwright in the system's Chromium (Debian: apt-get install chromium);
 # skipped, saying so, without one. Not part of `make test` (pytest marker `browser`).
