@@ -1,6 +1,8 @@
 """The sandbox autograde runs a student's kernel in (utils/sandbox.py) and the registry of what each exercise
 removes (utils/grading_registry.py). The sandbox tests need Debian's bubblewrap and are skipped, saying
-why, where it cannot make a sandbox; the round trip (tests/test_nbgrader_roundtrip.py) autogrades in it."""
+why, only where it is not installed: where it is, a sandbox that cannot start fails the tests (a course
+checked out under /tmp once made every sandbox fail, and the tests skipped); the round trip
+(tests/test_nbgrader_roundtrip.py) autogrades in it."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 from utils.grading import forbidden_names
 from utils.grading_registry import REGISTRY, WATCH_ONLY, entries, forbid_targets, resolve
-from utils.sandbox import Sandbox, probe
+from utils.sandbox import Sandbox, bwrap, probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +31,27 @@ def sandboxed(code: str, timeout: float = 120, **env) -> subprocess.CompletedPro
         return out
 
 
-needs_bwrap = pytest.mark.skipif(probe() is not None, reason=f"no sandbox here: {probe()}")
+needs_bwrap = pytest.mark.skipif(bwrap() is None, reason="bubblewrap is not installed (make sandbox-tools)")
+
+
+@needs_bwrap
+def test_the_sandbox_starts_wherever_bubblewrap_is_installed():
+    assert probe() is None, f"bubblewrap is installed but cannot make a sandbox: {probe()}"
+
+
+@needs_bwrap
+def test_the_sandbox_starts_for_a_python_environment_under_tmp(tmp_path):
+    """A checkout, and its .venv, may live under /tmp: the sandbox's private /tmp must not hide them."""
+    import tempfile
+
+    assert str(tmp_path).startswith(tempfile.gettempdir())
+    venv = tmp_path / "checkout" / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from utils.sandbox import probe; "
+            "print(probe() or 'ok')")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", code, str(ROOT)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "ok", out.stdout + out.stderr
 
 
 @needs_bwrap

@@ -266,9 +266,11 @@ def course(tmp_path_factory):
     paths = chosen_notebooks()
     if not paths:
         pytest.skip("COURSE_GRADING_NOTEBOOKS names no notebook")
-    from utils.sandbox import SANDBOX_ENV, probe
+    from utils.sandbox import SANDBOX_ENV, bwrap, probe
 
     if probe() is not None:
+        if bwrap() is not None:   # installed, yet no sandbox: a defect to see, not a reason to grade without one
+            pytest.fail(f"bubblewrap is installed but autograde's sandbox cannot start: {probe()}")
         print(f"\nautograde without its sandbox ({probe()}): the attacks only the sandbox stops are skipped")
         os.environ[SANDBOX_ENV] = "off"
     root = tmp_path_factory.mktemp("course")

@@ -144,6 +144,9 @@ class Sandbox:
             args.extend(["--ro-bind-try" if try_ else "--ro-bind", str(src), str(dest)])
             made.add(str(dest))
 
+        # the private /tmp first: what is bound below may live under the host's /tmp (a checkout, its
+        # Python environment), and a tmpfs mounted after it would hide it
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
         args += ["--ro-bind", "/usr", "/usr"]
         made.add("/usr")
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
@@ -159,7 +162,6 @@ class Sandbox:
         for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
             if not any(prefix == m or prefix.startswith(m + "/") for m in made):
                 ro(prefix)
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
         ro(self.course / "utils", "/course/utils")
         if (self.course / "trusted.json").is_file():
             ro(self.course / "trusted.json", "/course/trusted.json")
