@@ -91,6 +91,41 @@ def test_the_sandbox_sees_no_repository_no_other_process_no_network_and_writes_o
 
 
 @needs_bwrap
+def test_the_kernel_gets_fresh_file_descriptors_never_autogrades_terminal_or_log(capfd):
+    """ipykernel keeps a duplicate of the stdout and stderr it started with, and reads its stdin: a
+    submission once wrote fake lines into the instructor's log and read the instructor's typed-ahead line."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    code = textwrap.dedent("""
+        import json, os
+        seen = {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in range(64) if os.path.exists(f"/proc/self/fd/{fd}")}
+        try:
+            seen["tty"] = open("/dev/tty").name
+        except OSError as e:
+            seen["tty"] = type(e).__name__
+        seen["read"] = os.read(0, 100).decode()
+        for fd, target in list(seen.items()):     # every descriptor it was given that is not a socket
+            if isinstance(fd, int) and not target.startswith(("socket:", "anon_inode:")):
+                try:
+                    os.write(fd, b"\\x1b[2J FORGED: all submissions graded, no errors\\n")
+                except OSError:
+                    pass
+        print("SEEN " + json.dumps(seen))
+    """)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    with Sandbox() as box:
+        NotebookClient(nb, kernel_name="python3", kernel_manager_class=box.kernel_manager_class(),
+                       timeout=120).execute()
+    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    seen = json.loads(next(line[5:] for line in text.splitlines() if line.startswith("SEEN ")))
+    host = capfd.readouterr()
+    assert "FORGED" not in host.out + host.err, "the kernel wrote into autograde's own output"
+    assert seen["0"] == "/dev/null" and seen["read"] == "" and seen["tty"] != "/dev/tty", seen
+    assert not any(v.startswith("/dev/pts") or v == "/dev/tty" for v in seen.values()), seen
+
+
+@needs_bwrap
 def test_a_helper_process_does_not_outlive_the_sandbox():
     """A detached helper (new session, double fork) that would write into the records after the kernel
     exits is killed with the sandbox's PID namespace."""

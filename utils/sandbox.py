@@ -234,6 +234,19 @@ class Sandbox:
                 self.ip = str(box.sock / "k")
                 self.connection_file = str(box.sock / "kernel.json")
 
+            async def _async_launch_kernel(self, kernel_cmd, **kw):
+                # fresh file descriptors: no terminal, no log of autograde's. The kernel reads nothing
+                # (stdin is /dev/null: never the instructor's typed-ahead line) and what it prints outside
+                # its messages goes to a file of the sandbox's, removed with it, never to autograde's output
+                import subprocess
+
+                log = open(box.root / "kernel.log", "wb")
+                kw.update(stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True)
+                try:
+                    return await super()._async_launch_kernel(kernel_cmd, **kw)
+                finally:
+                    log.close()                          # the kernel holds its own copy
+
             async def _async_post_start_kernel(self, **kw):
                 process = getattr(self.provisioner, "process", None)
                 if process is not None:
