@@ -326,3 +326,29 @@ def test_a_judge_leaves_no_judge_mode_behind_for_what_the_process_starts_next(tm
     assert os.environ[grading.RECORDS_ENV] == str(tmp_path / "mine")
     judge.decide(tmp_path)
     assert grading.JUDGE_ENV not in os.environ
+
+
+def test_the_judge_reads_only_regular_files_the_kernel_wrote_never_through_a_link(tmp_path):
+    """The kernel writes the records folder, the judge reads it with the grader's rights: a link there
+    must not open the gradebook, the grading secret or any host file (issue 48, item 5)."""
+    import os
+
+    from utils.grading import MAX_RECORD_BYTES, read_record, record_path, to_bytes
+
+    secret = tmp_path / "gradebook.db"
+    secret.write_bytes(to_bytes({"result": torch.ones(2)}))   # even a file that would parse
+    records = tmp_path / "records"
+    records.mkdir()
+    good = record_path(records, "ex1")
+    good.write_bytes(to_bytes({"result": torch.arange(3)}))
+    assert torch.equal(read_record(good)["result"], torch.arange(3))
+    assert read_record(record_path(records, "missing")) is None
+    os.symlink(secret, record_path(records, "link"))
+    os.link(secret, record_path(records, "hard"))
+    os.mkfifo(record_path(records, "fifo"))                  # would block a reader that waits for a writer
+    big = record_path(records, "big")
+    with open(big, "wb") as f:
+        f.truncate(MAX_RECORD_BYTES + 1)
+    for name in ("link", "hard", "fifo", "big"):
+        with pytest.raises(AssertionError, match="record"):
+            read_record(record_path(records, name))

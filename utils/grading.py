@@ -153,6 +153,40 @@ def from_bytes(data: bytes) -> Any:
     return unpack(load(data), skeleton)
 
 
+MAX_RECORD_BYTES = 64 * 2**20
+
+
+def read_record(path: str | os.PathLike) -> Any | None:
+    """A record the student's kernel wrote, read by the judge: None when there is none. Only a regular
+    file with one link, opened without following a symbolic link (the kernel writes the folder; the judge
+    reads with the grader's rights, so a link there must not lead it to the gradebook, the grading secret or
+    any other file of the host), of at most ``MAX_RECORD_BYTES``."""
+    import errno
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
+            raise AssertionError(f"{Path(path).name}: the record is a link, not a file the check wrote") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise AssertionError(f"{Path(path).name}: the record is not a file the check wrote")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise AssertionError(f"{Path(path).name}: the record is larger than {MAX_RECORD_BYTES >> 20} MiB")
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            data = f.read(MAX_RECORD_BYTES + 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return from_bytes(data)
+
+
 def record_path(directory: str | os.PathLike, grade_id: str) -> Path:
     if not grade_id.replace("_", "").isalnum():
         raise ValueError(f"grade_id must be letters, digits and underscores, got {grade_id!r}")
@@ -462,10 +496,9 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
         inputs = keyed_seeds(inputs, key, grade_id)
     if judging:
         x = inputs()
-        path = record_path(judging, grade_id)
-        if not path.is_file():
+        got = read_record(record_path(judging, grade_id))
+        if got is None:
             raise AssertionError(f"{grade_id}: no record (the check cell did not run to its end in the student's kernel)")
-        got = from_bytes(path.read_bytes())
         _judge(grade_id, x, got, judge, forbid)
         _VERDICTS[grade_id] = None
         return
@@ -540,10 +573,9 @@ def _judge(grade_id, x, got, judge, forbid):
         judging = os.environ.get(JUDGE_ENV)
         import utils.grading as this
         for cell_id in (this._WATCHED_CELLS if judging else []):
-            path = record_path(judging, f"cell_{cell_id}")
-            if not path.is_file():
+            cell = read_record(record_path(judging, f"cell_{cell_id}"))
+            if cell is None:
                 raise AssertionError(f"{grade_id}: your cell {cell_id} left no call log (it was cut short)")
-            cell = from_bytes(path.read_bytes())
             try:
                 check_log(cell.get("log") or [], cell.get("canary") or [], names)
             except ForbiddenCall as e:
