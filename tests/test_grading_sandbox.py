@@ -126,6 +126,62 @@ def test_the_kernel_gets_fresh_file_descriptors_never_autogrades_terminal_or_log
 
 
 @needs_bwrap
+def test_the_kernel_has_fixed_limits_on_memory_file_size_and_its_private_folders():
+    """A submission must not fill the host's memory or disk for the length of a cell's timeout."""
+    from utils.sandbox import FILE_LIMIT, TMP_LIMIT, memory_limit
+
+    out = sandboxed(f"""
+        import errno, json, os, resource
+        seen = {{"as": resource.getrlimit(resource.RLIMIT_AS), "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)}}
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            seen["raised"] = True
+        except (ValueError, OSError):
+            seen["raised"] = False
+        try:
+            bytearray({memory_limit()} + 1)
+            seen["memory"] = "allocated"
+        except MemoryError:
+            seen["memory"] = "refused"
+        block = b"x" * 2**24
+        try:
+            with open("/tmp/big", "wb") as f:
+                for _ in range({FILE_LIMIT} // 2**24 + 1):
+                    f.write(block)
+            seen["file"] = "written"
+        except OSError as e:
+            seen["file"] = errno.errorcode[e.errno]
+        os.remove("/tmp/big")
+        written = 0
+        try:
+            for i in range({TMP_LIMIT} // {FILE_LIMIT} + 2):
+                with open(f"/tmp/part{{i}}", "wb") as f:
+                    for _ in range({FILE_LIMIT} // 2**24 - 1):
+                        f.write(block)
+                        written += len(block)
+            seen["tmp"] = "filled"
+        except OSError as e:
+            seen["tmp"] = errno.errorcode[e.errno]
+        seen["tmp_written"] = written
+        print(json.dumps(seen))
+    """)
+    seen = json.loads(out.stdout)
+    assert seen["as"][1] == memory_limit() and seen["fsize"][1] == FILE_LIMIT and not seen["raised"], seen
+    assert seen["memory"] == "refused" and seen["file"] == "EFBIG", seen
+    assert seen["tmp"] == "ENOSPC" and seen["tmp_written"] <= TMP_LIMIT, seen
+
+
+@needs_bwrap
+def test_the_sandboxs_folder_on_the_host_is_private_and_removed():
+    import stat
+
+    with Sandbox() as box:
+        assert stat.S_IMODE(box.root.stat().st_mode) == 0o700
+        root = box.root
+    assert not root.exists()
+
+
+@needs_bwrap
 def test_a_helper_process_does_not_outlive_the_sandbox():
     """A detached helper (new session, double fork) that would write into the records after the kernel
     exits is killed with the sandbox's PID namespace."""

@@ -36,6 +36,18 @@ from pathlib import Path
 SANDBOX_ENV = "COURSE_GRADING_SANDBOX"      # "off": autograde without a sandbox (tests on machines without bwrap)
 SANDBOXED_ENV = "COURSE_GRADING_SANDBOXED"  # set inside the sandbox
 NOBODY = 65534
+# fixed limits on the kernel, set before it starts (prlimit): hard limits the kernel, as nobody with no
+# capabilities, cannot raise. Its memory: at most 3/4 of this computer's (address space), its private /tmp
+# and data folder 1 GiB each (memory-backed), no file larger than 256 MiB, no core dumps.
+FILE_LIMIT = 256 * 2**20
+TMP_LIMIT = 2**30
+
+
+def memory_limit() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -77,8 +89,8 @@ class Sandbox:
 
     def __init__(self, env: dict[str, str] | None = None, utils_dir: str | os.PathLike | None = None,
                  trusted: list[str] | None = None):
-        self.root = Path(tempfile.mkdtemp(prefix="course-sandbox-"))
-        os.chmod(self.root, 0o755)
+        self.root = Path(tempfile.mkdtemp(prefix="course-sandbox-"))   # 0700: no other user of the host
+        # (a student on a hub) can look in; bwrap binds what the kernel needs from it
         self.course = self.root / "course"
         self.records = self.root / "records"
         self.sock = self.root / "sock"
@@ -146,7 +158,7 @@ class Sandbox:
 
         # the private /tmp first: what is bound below may live under the host's /tmp (a checkout, its
         # Python environment), and a tmpfs mounted after it would hide it
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_LIMIT), "--tmpfs", "/tmp"]
         args += ["--ro-bind", "/usr", "/usr"]
         made.add("/usr")
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
@@ -170,7 +182,7 @@ class Sandbox:
         # the data cache: a private, writable folder (a loader copies a missing file from the mirror into
         # it; the copy goes with the sandbox), every file already cached bound in read-only
         data = Path(os.path.realpath(os.environ.get("COURSE_DATA_DIR") or str(ROOT / "data")))
-        args += ["--perms", "1777", "--tmpfs", "/course/data"]
+        args += ["--perms", "1777", "--size", str(TMP_LIMIT), "--tmpfs", "/course/data"]
         made.add("/course/data")
         for path in sorted(data.rglob("*")) if data.is_dir() else []:
             dest = f"/course/data/{path.relative_to(data)}"
@@ -215,6 +227,9 @@ class Sandbox:
         for k, v in self.environment().items():
             args += ["--setenv", k, v]
         args += ["--chdir", "/tmp", "--"]
+        prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
+        if os.path.exists(prlimit):
+            args += [prlimit, f"--as={memory_limit()}", f"--fsize={FILE_LIMIT}", "--core=0", "--"]
         if self.as_root:
             setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
             args += [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
