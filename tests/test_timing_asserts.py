@@ -7,8 +7,6 @@ single doubling's ratio. What remains (two arms of one cell, a fit over all leng
 its margins measured by ``make test-flaky`` (scripts/measure/flaky.py), whose instrumentation is
 checked here too, without a kernel.
 """
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -102,7 +100,7 @@ def test_the_scanner_leaves_other_asserts_alone(sources):
 
 # -- make test-flaky's instrumentation --------------------------------------------------------------------------
 
-def test_the_instrumented_notebook_records_margins_and_failures(tmp_path):
+def test_the_instrumented_notebook_records_margins_and_failures(tmp_path, monkeypatch):
     nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": _cells(
         "import time\nt0 = time.perf_counter(); a = 10.0 + 0 * (time.perf_counter() - t0)\n"
         "t0 = time.perf_counter(); b = 2.0 + 0 * (time.perf_counter() - t0)\n"
@@ -116,13 +114,12 @@ def test_the_instrumented_notebook_records_margins_and_failures(tmp_path):
     path.write_text(json.dumps(nb))
     instrumented, found = flaky.instrument(path)
     assert len(found) == 4
-    out = io.StringIO()
+    log = tmp_path / "records.jsonl"
+    monkeypatch.setenv(flaky.RECORDS_ENV, str(log))
     namespace = {}
-    with contextlib.redirect_stdout(out):
-        for cell in instrumented["cells"]:
-            exec(cell["source"], namespace)                       # noqa: S102 - the test's own cells
-    records = [json.loads(line[len(flaky.MARK):]) for line in out.getvalue().splitlines()
-               if line.startswith(flaky.MARK)]
+    for cell in instrumented["cells"]:
+        exec(cell["source"], namespace)                           # noqa: S102 - the test's own cells
+    records = [json.loads(line) for line in log.read_text().splitlines()]
     margins = {r["key"]: (r["ok"], r["margin"]) for r in records}
     assert margins == {
         "t. cell 0 line 4": (True, pytest.approx(2.5)),

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from scripts.measure.timing_asserts import scan_notebook  # noqa: E402
 
 CONDITIONS = ("native-quiet", "native-busy", "portable-quiet", "portable-busy")
-MARK = "@@flaky@@"
+RECORDS_ENV = "COURSE_FLAKY_RECORDS"   # the file each timing assert's record is appended to
 
 RECORDER = f'''
 def __flaky_margin(op, a, b):
@@ -49,7 +49,7 @@ def __flaky_min(values, largest=False):
     return (max if largest else min)(values) if values else None
 
 def __flaky_record(key, test, margin):
-    import json as _json
+    import json as _json, os as _os
     try:
         ok = bool(test())
     except Exception as e:
@@ -58,7 +58,8 @@ def __flaky_record(key, test, margin):
         m = margin()
     except Exception:
         m = None
-    print("{MARK}" + _json.dumps({{"key": key, "ok": ok, "margin": m}}))
+    with open(_os.environ["{RECORDS_ENV}"], "a") as _f:
+        _f.write(_json.dumps({{"key": key, "ok": ok, "margin": m}}) + "\\n")
 '''
 
 
@@ -116,36 +117,30 @@ def instrument(path: Path) -> tuple[dict, list]:
 
 
 def execute_one(path: Path, env: dict, timeout: int) -> dict:
-    """Execute an instrumented copy of one notebook in a subprocess; its records and whether it failed."""
+    """Execute an instrumented copy of one notebook as ``make test`` does (pytest with nbval, in the
+    notebook's own folder, under a hidden name that .gitignore leaves out); its records and whether it failed."""
     nb, found = instrument(path)
+    copy = path.parent / f".flaky-{os.getpid()}-{time.time_ns()}-{path.name}"
     with tempfile.TemporaryDirectory(prefix="course-flaky-") as tmp:
-        copy = Path(tmp) / path.name
-        copy.write_text(json.dumps(nb), encoding="utf-8")
-        out = Path(tmp) / "out.json"
-        code = ("import sys, json, nbformat; from nbclient import NotebookClient\n"
-                "nb = nbformat.read(sys.argv[1], as_version=4)\n"
-                "err = None\n"
-                "try:\n"
-                "    NotebookClient(nb, timeout=int(sys.argv[4]), kernel_name='python3',\n"
-                "                   resources={'metadata': {'path': sys.argv[3]}}).execute()\n"
-                "except Exception as e:\n"
-                "    err = f'{type(e).__name__}: {str(e)[-1500:]}'\n"
-                "text = [o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', [])\n"
-                "        if o.get('output_type') == 'stream']\n"
-                "json.dump({'stdout': ''.join(text), 'error': err}, open(sys.argv[2], 'w'))\n")
-        start = time.time()
-        log = Path(tmp) / "log.txt"
-        with log.open("w") as stderr:                            # the kernel's warnings, shown on a failure
-            subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(copy), str(out),
-                            str(path.parent.resolve()), str(timeout)],
-                           env=env, check=False, stdout=stderr, stderr=subprocess.STDOUT)
-        seconds = time.time() - start
-        result = json.loads(out.read_text()) if out.exists() else {
-            "stdout": "", "error": "no result written: " + log.read_text()[-1500:]}
-    records = [json.loads(line[len(MARK):]) for line in result["stdout"].splitlines() if line.startswith(MARK)]
+        records = Path(tmp) / "records.jsonl"
+        records.touch()
+        try:
+            copy.write_text(json.dumps(nb), encoding="utf-8")
+            start = time.time()
+            out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                                  "--nbval-current-env", "--nbval-cell-timeout", str(timeout),
+                                  "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), str(copy)],
+                                 cwd=ROOT, env=dict(env, **{RECORDS_ENV: str(records)}), capture_output=True,
+                                 text=True, check=False)
+            seconds = time.time() - start
+        finally:
+            copy.unlink(missing_ok=True)
+        lines = records.read_text().splitlines()
+    error = None if out.returncode == 0 else (out.stdout + out.stderr)[-2000:]
+    records = [json.loads(line) for line in lines if line.strip()]
     seen = {r["key"] for r in records}
     missing = [key_of(a) for a in found if key_of(a) not in seen]
-    return {"notebook": path.name, "seconds": round(seconds, 1), "error": result["error"], "records": records,
+    return {"notebook": path.name, "seconds": round(seconds, 1), "error": error, "records": records,
             "missing": missing, "asserts": {key_of(a): a.source for a in found}}
 
 
@@ -165,7 +160,7 @@ def run_condition(condition: str, notebooks: list[Path], runs: int, jobs: int, b
                     r.update(condition=condition, run=run)
                     results.append(r)
                     failed = [x["key"] for x in r["records"] if not x["ok"]]
-                    status = "ERROR " + r["error"].splitlines()[0][:100] if r["error"] else (
+                    status = "ERROR " + r["error"].strip().splitlines()[-1][:150] if r["error"] else (
                         f"FAILED {failed}" if failed else "ok")
                     print(f"[{condition} run {run}] {r['notebook'][:2]}: {r['seconds']:.0f} s, {status}", flush=True)
     finally:
