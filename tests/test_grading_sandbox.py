@@ -171,6 +171,25 @@ def test_the_kernel_has_fixed_limits_on_memory_file_size_and_its_private_folders
     assert seen["tmp"] == "ENOSPC" and seen["tmp_written"] <= TMP_LIMIT, seen
 
 
+def test_no_file_of_the_sandbox_holds_a_hidden_block():
+    """The course's cells are handed to the sandbox by hash (utils.grading_registry.cell_hash): the files
+    the kernel can read hold no line of any notebook's hidden tests (issue 48, item 1, for the files)."""
+    from scripts.editions.nbgrader_course import course_cells
+
+    # a line the hidden block shares with utils/ (which the student has anyway) is no leak
+    library = "\n".join(p.read_text() for p in (ROOT / "utils").rglob("*.py"))
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        trusted = course_cells(path)
+        hidden = {line.strip() for s in trusted if "BEGIN HIDDEN TESTS" in s
+                  for line in s.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0].splitlines()
+                  if len(line.strip()) > 24}
+        assert hidden, f"{path.name}: no hidden block found: the test would check nothing"
+        with Sandbox(trusted=sorted(trusted)) as box:
+            text = "\n".join(p.read_text(errors="replace") for p in box.root.rglob("*") if p.is_file())
+        leaked = [line for line in hidden if line in text and line not in library]
+        assert not leaked, f"{path.name}: hidden lines in the sandbox's files: {leaked[:3]}"
+
+
 @needs_bwrap
 def test_the_sandboxs_folder_on_the_host_is_private_and_removed():
     import stat
