@@ -85,7 +85,12 @@ def split_text(ids: Ids["N"], val_frac: float = 0.1, test_frac: float = 0.1) -> 
         raise ValueError(f"need 0 < val_frac, test_frac and val_frac + test_frac < 1, got {val_frac}, {test_frac}")
     n = len(ids)
     n_train, n_val = int(n * (1 - val_frac - test_frac)), int(n * val_frac)
-    return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
+    parts = {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
+    empty = [k for k, part in parts.items() if len(part) == 0]
+    if empty:
+        raise ValueError(f"split_text: the {' and '.join(empty)} part of a text of {n} tokens would be empty "
+                         f"(val_frac={val_frac}, test_frac={test_frac}); give a longer text (ids) or larger fractions")
+    return parts
 
 
 def _batch_rules(data: torch.Tensor, block_size: int, batch_size: int, **_) -> None:
@@ -372,7 +377,7 @@ def _check_temperature(temperature: object) -> float:
     return float(temperature)
 
 
-@contract
+@contract(neg_inf=("logits",))  # -inf: a token filtered out (top_k_filter)
 def sampling_distribution(logits: Float["... V"], temperature: float = 1.0, top_k: int | None = None) -> Float["... V"]:
     """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim.
 
@@ -393,7 +398,7 @@ def sampling_distribution(logits: Float["... V"], temperature: float = 1.0, top_
     return F.softmax(logits, dim=-1)
 
 
-@contract
+@contract(neg_inf=("logits",))
 def top_k_filter(logits: Float["... V"], k: int) -> Float["... V"]:
     """Keep the ``k`` largest logits of each row, set the others to -inf."""
     k = checks.integer(k, "k", minimum=1, what="the logits kept")

@@ -24,6 +24,7 @@ __all__ = ["sinusoidal_encoding", "offset_matrix", "SinusoidalPositionalEncoding
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
     """ω_i = 1 / base^(2i/d_model) for i = 0 .. ceil(d_model/2) - 1, in float64."""
+    base = checks.number(base, "base", above=1.0, what="the wavelengths grow up to 2π·base; the paper's is 10000")
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
     return base ** (-two_i / d_model)
 

@@ -39,7 +39,7 @@ __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQuer
            "peak_memory", "influence_by_distance"]
 
 
-@contract
+@contract(neg_inf=("m", "scores"))  # -inf: no key seen yet, a masked score
 def online_softmax_update(m: Float["... Tq 1"], l: Float["... Tq 1"], acc: Float["... Tq d_v"], scores: Float["... Tq b"],
                           v: Float["... b d_v"]) -> tuple[Float["... Tq 1"], Float["... Tq 1"], Float["... Tq d_v"]]:
     """Fold one block of keys into the running state of a softmax-weighted sum.
@@ -97,6 +97,7 @@ def block_attention(q: Float["... Tq d_k"], k: Float["... Tk d_k"], v: Float["..
 
 
 def _repeat_rules(x, n_rep) -> None:
+    n_rep = checks.integer(n_rep, "n_rep", what="query heads per key/value head")
     if n_rep < 1:
         raise ValueError(f"n_rep must be >= 1, got {n_rep}")
 
@@ -124,6 +125,7 @@ def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[F
     (2i, 2i + 1) by the angle p · base^(-2i / d_k), the frequencies of the sinusoidal encoding."""
     if d_k < 2 or d_k % 2:
         raise ValueError(f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}")
+    base = checks.number(base, "base", above=1.0, what="the slowest pair turns by p · base^(-(d_k-2)/d_k); RoPE's is 10000")
     inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d_k/2,)
     angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d_k/2)
     return angles.cos(), angles.sin()

@@ -227,8 +227,8 @@ class Decoder(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
         self.cfg = cfg
 
-    @contract(rules=lambda self, x, memory, src_mask, cache, offset: _source_mask(
-        self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device))
+    @contract(rules=lambda self, x, memory, src_mask, cache, offset: (checks.integer(offset, "offset", minimum=0), _source_mask(
+        self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)))
     def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], src_mask: Tensor["..."] | None = None,
                 cache: Cache | None = None, offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
@@ -256,7 +256,7 @@ def _source_mask(num_heads: int, B: int, T: int, S: int, src_mask: torch.Tensor 
 def _check_source(model: nn.Module, src: torch.Tensor, name: str = "src") -> None:
     """The value rules for source ids at a door: inside the vocabulary, right-padded, inside max_len."""
     cfg = model.cfg
-    check_ids(src, cfg.src_vocab, "source ids")
+    check_ids(src, cfg.src_vocab, f"{name}, the source ids")
     checks.right_padded(src, cfg.pad_id, name)
     checks.positions(name, src.shape[1], 0, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
 
@@ -264,7 +264,7 @@ def _check_source(model: nn.Module, src: torch.Tensor, name: str = "src") -> Non
 def _check_target(model: nn.Module, tgt: torch.Tensor, name: str, offset: int = 0) -> None:
     """The value rules for target ids at a door: inside the vocabulary, inside max_len from ``offset``."""
     cfg = model.cfg
-    check_ids(tgt, cfg.tgt_vocab, "target ids")
+    check_ids(tgt, cfg.tgt_vocab, f"{name}, the target ids")
     checks.positions(name, tgt.shape[1], offset, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
 
 
@@ -395,9 +395,10 @@ def _check_model(model: object) -> None:
 
 
 def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
-                       beam_size: int = 1, **_) -> None:
+                       beam_size: int = 1, length_penalty: float = 0.6, **_) -> None:
     """The rules for the arguments of :func:`greedy_decode` and :func:`beam_search`, at their door."""
     checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
+    checks.number(length_penalty, "length_penalty", at_least=0.0, what="GNMT's alpha: 0 = none, 0.6 usual")
     _check_model(model)
     _check_max_len(model, max_len)
     checks.integer(bos_id, "bos_id"), checks.integer(eos_id, "eos_id")
@@ -579,6 +580,7 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
     if method == "beam":   # greedy ignores it (a recipe passes 0 for "no beam search")
         checks.integer(beam_size, "beam_size", minimum=1)
+        checks.number(length_penalty, "length_penalty", at_least=0.0, what="GNMT's alpha: 0 = none, 0.6 usual")
     if max_len is not None:
         _check_max_len(model, max_len)
 
