@@ -48,7 +48,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-__all__ = ["tensor", "ids", "integer", "number", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
+__all__ = ["bind_vocab", "model_vocab", "tensor", "ids", "integer", "number", "config", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
            "Float", "Bool", "Tensor", "contract", "trusted", "checks_off", "check_arguments", "vocab_ids", "right_padded",
            "positions", "finite"]
 
@@ -167,6 +167,17 @@ def sizes(**named: object) -> tuple[int, ...]:
     """Each keyword's value as an int >= 1 (a size: a width, a count of layers or heads, a vocabulary
     size), else the error of :func:`integer` naming that keyword, e.g. ``dec_hidden must be >= 1, got 0``; returns the values in order."""
     return tuple(integer(v, k, minimum=1) for k, v in named.items())
+
+
+def config(cfg: object, kind: type, name: str = "cfg") -> object:
+    """``cfg`` if it is a ``kind`` (a ``TransformerConfig``, a ``GPTConfig``), else a TypeError naming ``name`` that
+    shows how to build one from what was given (a dict of its fields, a vocabulary size)."""
+    if isinstance(cfg, kind):
+        return cfg
+    k = kind.__name__
+    how = (f"{k}(**{name})" if isinstance(cfg, dict) else
+           f"{k}(...) with the sizes as fields, e.g. {k}({cfg!r}, ...)" if isinstance(cfg, numbers.Number) else f"{k}(...)")
+    raise TypeError(f"{name} must be a {k}, got {type(cfg).__name__} {cfg!r}"[:160] + f"; build it with {how}")
 
 
 def index(x: object, name: str, size: int, *, of: str = "the vocabulary") -> int:
@@ -504,9 +515,24 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
                 arguments = {**defaults, **dict(zip(names, args)), **kwargs}
                 if len(arguments) == len(names):
                     return arguments
-            bound = signature.bind(*args, **kwargs)  # a missing or unknown argument: Python's own TypeError
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as e:  # a missing or unknown argument: check those given first (one given in the wrong
+                missing(args, kwargs, e)  # place is named by its contract), then name the signature
             bound.apply_defaults()
             return bound.arguments
+
+        def missing(args: tuple, kwargs: dict, error: TypeError):
+            try:
+                given = dict(signature.bind_partial(*args, **kwargs).arguments)
+            except TypeError:
+                raise error from None
+            if not cache:
+                cache.append(_specs(fn))
+            check_arguments(given, {k: v for k, v in cache[0].items() if k in given}, hint, any_device=any_device,
+                            any_dtype=any_dtype, neg_inf=neg_inf)
+            raise TypeError(f"{fn.__qualname__}({', '.join(n for n in names if n != 'self')}): {error}; positional "
+                            f"arguments fill these in order") from None
 
         def call(arguments: dict):
             if plain:
@@ -621,12 +647,18 @@ def content_sha256(state: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+_PAIR = "\x1e(target vocabulary)"  # between the two halves of a (src_vocab, tgt_vocab) pair's tokens
+
+
 def vocab_tokens(vocab: object, name: str = "vocab") -> list[str]:
     """The tokens of a vocabulary in id order: a :class:`utils.text.Vocab` (``itos``), a
-    :class:`utils.gpt.CharTokenizer` (``chars``) or a list of str; else a TypeError naming ``name``."""
+    :class:`utils.gpt.CharTokenizer` (``chars``), a list of str, or a ``(src_vocab, tgt_vocab)`` pair (a
+    translation model's two); else a TypeError naming ``name``."""
     for attr in ("itos", "chars"):
         if hasattr(vocab, attr):
             return list(getattr(vocab, attr))
+    if isinstance(vocab, tuple) and len(vocab) == 2 and not all(isinstance(t, str) for t in vocab):
+        return vocab_tokens(vocab[0], name) + [_PAIR] + vocab_tokens(vocab[1], name)  # (src_vocab, tgt_vocab)
     if isinstance(vocab, (list, tuple)) and all(isinstance(t, str) for t in vocab):
         return list(vocab)
     raise TypeError(f"{name} must be a utils.text.Vocab, a utils.gpt.CharTokenizer or a list of its tokens, "
@@ -639,6 +671,29 @@ def vocab_fingerprint(vocab: object, name: str = "vocab") -> str:
     import hashlib
 
     return hashlib.sha256("\x00".join(vocab_tokens(vocab, name)).encode()).hexdigest()[:16]
+
+
+def bind_vocab(model: nn.Module, vocab: object, tokens: list[str] | None = None) -> None:
+    """Let ``model`` carry the fingerprint of the vocabulary it was trained with (``vocab``: a vocabulary, a
+    ``(src_vocab, tgt_vocab)`` pair, or a fingerprint already computed, with its ``tokens`` if known):
+    ``save_checkpoint`` stores it, ``load_checkpoint`` and ``load_pretrained`` put it back, and every function
+    where a vocabulary meets the model compares the two (:func:`model_vocab`). A plain attribute, not a buffer:
+    the weights and their state dict are unchanged."""
+    model = getattr(model, "_orig_mod", model)
+    if isinstance(vocab, str):
+        model.vocab_fingerprint, model.vocab_tokens = vocab, tokens
+    else:
+        model.vocab_tokens = vocab_tokens(vocab)
+        model.vocab_fingerprint = vocab_fingerprint(model.vocab_tokens)
+
+
+def model_vocab(model: nn.Module, given: object, name: str) -> None:
+    """A ValueError naming ``name`` if ``model`` carries a vocabulary fingerprint (:func:`bind_vocab`) that
+    ``given`` does not have; nothing for a model that carries none (built in this session, not yet saved)."""
+    fingerprint = getattr(getattr(model, "_orig_mod", model), "vocab_fingerprint", None)
+    if fingerprint is not None:
+        same_vocab(getattr(getattr(model, "_orig_mod", model), "vocab_tokens", None), fingerprint, given, name,
+                   "the model")
 
 
 def same_vocab(saved: list[str] | None, saved_fingerprint: str, given: object, name: str, where: str) -> None:

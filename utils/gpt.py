@@ -50,6 +50,9 @@ class CharTokenizer:
     """Character-level tokenizer: one id per distinct character of ``text``, in sorted order."""
 
     def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer's text must be a str (the text whose characters are the vocabulary), got "
+                            f"{type(text).__name__}" + ("; decode bytes first: text.decode('utf-8')" if isinstance(text, bytes) else ""))
         if not text:
             raise ValueError("CharTokenizer needs a non-empty text to build its vocabulary from")
         self.chars = sorted(set(text))
@@ -59,12 +62,19 @@ class CharTokenizer:
         return len(self.chars)
 
     def encode(self, s: str) -> list[int]:
+        if not isinstance(s, str):
+            raise TypeError(f"CharTokenizer.encode() takes a str, got {type(s).__name__}"
+                            + ("; these are bytes: decode them first, s.decode('utf-8')" if isinstance(s, (bytes, bytearray))
+                               else "; ids are turned back into text with decode()"))
         unknown = sorted(set(s) - self.stoi.keys())
         if unknown:
             raise ValueError(f"characters not in the vocabulary of {len(self)}: {unknown!r}")
         return [self.stoi[c] for c in s]
 
     def decode(self, ids) -> str:
+        if isinstance(ids, torch.Tensor) and ids.dim() > 1:
+            raise ValueError(f"CharTokenizer.decode() takes the ids of one text, 1-D, got ids of shape {tuple(ids.shape)}; "
+                             f"decode one row, e.g. tok.decode(ids[0]) (generate returns (B, T))")
         ids = int_ids(ids, "CharTokenizer.decode()")
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
@@ -192,7 +202,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.d_model = cfg.d_model
+        self.d_model = checks.config(cfg, GPTConfig).d_model
         norm = _norm_factory(cfg)
         self.ln1 = norm()
         self.ln2 = norm() if cfg.feed_forward else None
@@ -253,7 +263,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, GPTConfig)
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         if cfg.pos == "learned":
             self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)

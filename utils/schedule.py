@@ -48,6 +48,10 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int
     """A ``LambdaLR`` that sets every parameter group's learning rate to
     ``transformer_lr(step + 1, d_model, warmup, factor, ramp)`` (the lr the optimiser was created
     with is replaced, not scaled). Call ``scheduler.step()`` after every ``optimizer.step()``."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+                        + ("; build one on the model's parameters first: torch.optim.Adam(model.parameters(), lr=1.0)"
+                           if isinstance(optimizer, torch.nn.Module) else ""))
     transformer_lr(1, d_model, warmup, factor)  # validate the arguments now, not at the first step
     base = [group["lr"] for group in optimizer.param_groups]
     if any(b <= 0 for b in base):
@@ -60,6 +64,9 @@ def transformer_adam(params: Iterable[torch.nn.Parameter] | Iterable[dict], d_mo
                      ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
     """The paper's optimiser, Adam(β1=0.9, β2=0.98, ε=1e-9), with its warm-up schedule
     (``ramp=False``: the same schedule without the warm-up)."""
+    if isinstance(params, torch.nn.Module) or isinstance(params, torch.Tensor):
+        raise TypeError(f"params must be the parameters to train, model.parameters(), got a {type(params).__name__}; "
+                        f"transformer_adam(model.parameters(), d_model, warmup)")
     opt = torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     return opt, warmup_scheduler(opt, d_model, warmup, factor, ramp)
 

@@ -195,6 +195,9 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     with True at real tokens. ``max_len`` truncates longer sequences. The ids must be
     integers (a float id raises a TypeError rather than being truncated).
     """
+    if isinstance(seqs, (str, bytes)):
+        raise TypeError(f"seqs must be a list of id sequences, got a {type(seqs).__name__}; encode the text first, e.g. "
+                        f"pad_sequences([vocab.encode(tokenize(s)) for s in sentences])")
     if len(seqs) == 0:
         raise ValueError("pad_sequences() got no sequences")
     if max_len is not None:

@@ -202,6 +202,7 @@ class Encoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        checks.config(cfg, TransformerConfig)
         self.layers = nn.ModuleList(
             EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_encoder_layers)
         )
@@ -221,6 +222,7 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        checks.config(cfg, TransformerConfig)
         self.layers = nn.ModuleList(
             DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_decoder_layers)
         )
@@ -273,7 +275,7 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, TransformerConfig)
         self.src_embed = nn.Embedding(cfg.src_vocab, cfg.d_model)
         self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab, cfg.d_model)
         self.pos = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
@@ -359,7 +361,7 @@ class EncoderTagger(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, TransformerConfig)
         self.src_embed = nn.Embedding(cfg.src_vocab, cfg.d_model)
         self.pos = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
         self.dropout = nn.Dropout(cfg.dropout)
