@@ -48,7 +48,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-__all__ = ["bind_vocab", "model_vocab", "tensor", "ids", "integer", "number", "config", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
+__all__ = ["broadcast", "bind_vocab", "model_vocab", "tensor", "ids", "integer", "number", "config", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
            "Float", "Bool", "Tensor", "contract", "trusted", "checks_off", "check_arguments", "vocab_ids", "right_padded",
            "positions", "finite"]
 
@@ -103,6 +103,20 @@ def tensor(x: object, name: str, shape: str = "", *, dims: int | tuple[int, ...]
             raise ValueError(f"{name} must be {want()} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
                              + ("; add a batch dim with x[None] for a single sequence" if x.dim() + 1 in allowed else ""))
     return x
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to (``torch.broadcast_shapes``, whose symbolic-shape machinery costs
+    tens of microseconds a call at a door), else a RuntimeError as torch raises."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for shape in shapes:
+        for i, size in enumerate(shape, n - len(shape)):
+            if size != out[i] and out[i] != 1 and size != 1:
+                raise RuntimeError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast")
+            if out[i] == 1:
+                out[i] = size
+    return tuple(out)
 
 
 def _convert_hint(x: torch.Tensor, kind: str) -> str:
@@ -467,10 +481,12 @@ def finite(x: torch.Tensor, name: str, shape: str = "", *, allow_neg_inf: bool =
     """A ValueError naming ``name`` and the first position unless every value of the float tensor ``x`` is finite
     (``allow_neg_inf``: -inf is allowed, a masked score or an unset running maximum). A NaN or inf at the door,
     at a real or at a masked position, comes out of attention in every query that sees it (0 * NaN is NaN)."""
+    if not allow_neg_inf and math.isfinite(x.sum().item()):  # one reduction: a NaN or inf would make the sum one
+        return
     bad = ~torch.isfinite(x)
     if allow_neg_inf:
         bad &= x != float("-inf")
-    if not bool(bad.any()):
+    if not bool(bad.any()):  # (a sum that overflowed, or -inf where it is allowed)
         return
     where = tuple(int(i) for i in bad.nonzero()[0])
     value = x[where].item()

@@ -62,7 +62,7 @@ def _block_rules(q, k, mask, block_size, is_causal, **_) -> None:
         raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
                          f"Tk={k.shape[-2]}")
     if mask is not None:
-        check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]), device=q.device)
+        check_mask(mask, checks.broadcast(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]), device=q.device)
 
 
 @contract(rules=_block_rules)
