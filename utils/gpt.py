@@ -469,12 +469,20 @@ def generate(model: GPT, idx: Ids["B T"], max_new_tokens: int, *, temperature: f
     return idx
 
 
-@contract(trust_callees=False)
+def _text_rules(model: GPT, data: torch.Tensor, batch_size: int, batches: int = 1, seed: int = 0,
+                block_size: int | None = None) -> None:
+    """The rules of :func:`estimate_loss` and :func:`text_loss`: whole numbers, and a text of the model's ids."""
+    checks.integer(batch_size, "batch_size", minimum=1), checks.integer(batches, "batches", minimum=1)
+    checks.integer(seed, "seed")
+    if block_size is not None:
+        checks.integer(block_size, "block_size", minimum=1)
+    check_ids(data, model.cfg.vocab_size, "data")
+
+
+@contract(trust_callees=False, rules=_text_rules)
 @torch.no_grad()
 def estimate_loss(model: GPT, data: Ids["N"], batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
     """Mean loss over ``batches`` fixed random windows of ``data`` (the same windows every call)."""
-    if batches < 1:
-        raise ValueError(f"batches must be >= 1, got {batches}")
     was_training = model.training
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -484,7 +492,7 @@ def estimate_loss(model: GPT, data: Ids["N"], batch_size: int = 32, batches: int
     return sum(losses) / len(losses)
 
 
-@contract(trust_callees=False)
+@contract(trust_callees=False, rules=_text_rules)
 @torch.no_grad()
 def text_loss(model: GPT, data: Ids["N"], batch_size: int = 256, block_size: int | None = None) -> float:
     """Mean loss over **every** position of ``data``, cut into non-overlapping windows of ``block_size``

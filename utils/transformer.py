@@ -179,9 +179,12 @@ class DecoderLayer(nn.Module):
 
     def _rules(self, x, memory, tgt_mask, src_mask, cache) -> None:
         seen = cache["self_k"].shape[2] if cache and "self_k" in cache else 0
-        if tgt_mask is not None:
-            check_mask(tgt_mask, (x.shape[0], self.num_heads, x.shape[1], seen + x.shape[1]), "tgt_mask", x.device)
-        _source_mask(self.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)
+        try:
+            if tgt_mask is not None:
+                check_mask(tgt_mask, (x.shape[0], self.num_heads, x.shape[1], seen + x.shape[1]), "tgt_mask", x.device)
+            _source_mask(self.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)
+        except ValueError as e:
+            raise ValueError(f"{e} ({_MASK_SIDES})") from None
 
     @contract(rules=_rules)
     def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], tgt_mask: Tensor["..."] | None = None,
@@ -229,8 +232,8 @@ class Decoder(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
         self.cfg = cfg
 
-    @contract(rules=lambda self, x, memory, src_mask, cache, offset: (checks.integer(offset, "offset", minimum=0), _source_mask(
-        self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)))
+    @contract(rules=lambda self, x, memory, src_mask, cache, offset: (checks.integer(offset, "offset", minimum=0), _sides(
+        _source_mask, self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)))
     def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], src_mask: Tensor["..."] | None = None,
                 cache: Cache | None = None, offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
@@ -247,6 +250,18 @@ def _reset_parameters(model: nn.Module, d_model: int) -> None:
             nn.init.xavier_uniform_(p)
     for m in {id(m): m for m in model.modules() if isinstance(m, nn.Embedding)}.values():
         nn.init.normal_(m.weight, std=d_model ** -0.5)
+
+
+_MASK_SIDES = ("tgt_mask's queries and keys are x's T positions, src_mask's queries x's T and its keys memory's S: "
+               "x (B, T, d_model) and memory (B, S, d_model) in that order")
+
+
+def _sides(rule, *args) -> None:
+    """``rule(*args)``, its ValueError saying which sizes a decoder's masks take from x and from memory."""
+    try:
+        rule(*args)
+    except ValueError as e:
+        raise ValueError(f"{e} ({_MASK_SIDES})") from None
 
 
 def _source_mask(num_heads: int, B: int, T: int, S: int, src_mask: torch.Tensor | None, device) -> None:
