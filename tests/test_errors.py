@@ -991,3 +991,55 @@ def test_issue_51_case(case):
         assert got != want, f"{want} now: take it out of NOT_YET_51"
         pytest.xfail(f"{got}: {NOT_YET_51[case.name]}")
     assert got == want, (got, message)
+
+
+# --------------------------------------------------------------------------- issue 51: vocabularies that meet a model
+
+
+def _two_vocabs():
+    from utils.text import tokenize
+
+    src = Vocab.build([tokenize("ein hund läuft . ein mann und ein hund .")])
+    tgt = Vocab.build([tokenize("a dog runs . a man and a cat .")])
+    return src, tgt
+
+
+@pytest.mark.parametrize("saved_as", ["pair", "target alone"])
+def test_a_model_carries_its_vocabularies_and_translate_compares_them(saved_as, tmp_path):
+    """save_checkpoint(vocab=...) then load_checkpoint: the model carries the fingerprint; translate's data and
+    translate_sentence's vocabularies are compared with it (swapped: said so), a model built afresh carries none."""
+    from utils.training import load_checkpoint, save_checkpoint
+    from utils.translation import TranslationData, translate
+    from utils.text import PairDataset
+
+    src, tgt = _two_vocabs()
+    cfg = TransformerConfig(len(src), len(tgt), d_model=D, num_heads=H, d_ff=16, num_encoder_layers=1,
+                            num_decoder_layers=1, dropout=0.0, max_len=32)
+    torch.manual_seed(0)
+    path = save_checkpoint(tmp_path / "m.pt", Transformer(cfg), vocab=(src, tgt) if saved_as == "pair" else tgt)
+    model = Transformer(cfg)
+    make_decode_fn(model)  # a model built afresh carries no vocabulary: nothing to compare
+    load_checkpoint(path, model)
+
+    def data(a, b):
+        ds = PairDataset([src.encode(["ein", "hund"], True, True)], [tgt.encode(["a", "dog"], True, True)])
+        return TranslationData("de", "en", a, b, {"test": ds}, {"test": [("ein hund", "a dog")]},
+                               {"test": [(["ein", "hund"], ["a", "dog"])]}, {})
+
+    assert len(translate(make_decode_fn(model, max_len=4), data(src, tgt))) == 1
+    with pytest.raises(ValueError, match=r"data \(data.src_vocab, data.tgt_vocab\).*swapped"):
+        translate(make_decode_fn(model, max_len=4), data(tgt, src))
+    other = Vocab(list(tgt.itos[:4]) + [w.upper() for w in tgt.itos[4:]])  # the same size, other words
+    with pytest.raises(ValueError, match=r"is not the vocabulary the model was saved with"):
+        translate(make_decode_fn(model, max_len=4), data(src, other))
+
+
+def test_prepare_translations_vocabularies_swapped_are_named():
+    from utils.text import tokenize
+    from utils.translation import _vocab_sides
+
+    src, tgt = _two_vocabs()
+    pairs = [(tokenize("ein hund läuft ."), tokenize("a dog runs .")), (tokenize("ein mann"), tokenize("a man"))]
+    _vocab_sides(pairs, src, tgt)
+    with pytest.raises(ValueError, match=r"vocabs=\(src_vocab, tgt_vocab\) looks swapped"):
+        _vocab_sides(pairs, tgt, src)

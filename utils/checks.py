@@ -705,11 +705,22 @@ def bind_vocab(model: nn.Module, vocab: object, tokens: list[str] | None = None)
 
 def model_vocab(model: nn.Module, given: object, name: str) -> None:
     """A ValueError naming ``name`` if ``model`` carries a vocabulary fingerprint (:func:`bind_vocab`) that
-    ``given`` does not have; nothing for a model that carries none (built in this session, not yet saved)."""
-    fingerprint = getattr(getattr(model, "_orig_mod", model), "vocab_fingerprint", None)
-    if fingerprint is not None:
-        same_vocab(getattr(getattr(model, "_orig_mod", model), "vocab_tokens", None), fingerprint, given, name,
-                   "the model")
+    ``given`` does not have; nothing for a model that carries none (built in this session, not yet saved).
+    ``given`` may be a translation model's ``(src_vocab, tgt_vocab)``: compared as a pair with a model saved
+    with both, with the target vocabulary alone for one saved with it alone; swapped, the message says so."""
+    plain = getattr(model, "_orig_mod", model)
+    fingerprint, saved = getattr(plain, "vocab_fingerprint", None), getattr(plain, "vocab_tokens", None)
+    if fingerprint is None:
+        return
+    if isinstance(given, tuple) and len(given) == 2 and not all(isinstance(t, str) for t in given):
+        src, tgt = given
+        right = (vocab_fingerprint(given), vocab_fingerprint(tgt))
+        if fingerprint in (vocab_fingerprint((tgt, src)), vocab_fingerprint(src)) and fingerprint not in right:
+            raise ValueError(f"{name}: the source and the target vocabulary are swapped; the model was saved with them "
+                             f"the other way round (source first, then target)")
+        if not (saved is not None and _PAIR in saved) and fingerprint != vocab_fingerprint(given):
+            given = tgt  # a model saved with its target vocabulary alone
+    same_vocab(saved, fingerprint, given, name, "the model")
 
 
 def same_vocab(saved: list[str] | None, saved_fingerprint: str, given: object, name: str, where: str) -> None:

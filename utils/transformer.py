@@ -608,6 +608,7 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
             return greedy_decode(model, src, n, bos_id, eos_id)
         return beam_search(model, src, beam_size, n, bos_id, eos_id, length_penalty)
 
+    decode.model = model  # (utils.translation.translate compares the data's vocabularies with the model's)
     return decode
 
 

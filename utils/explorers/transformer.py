@@ -63,26 +63,6 @@ def plot_gradient_norms(depth: int = 24, d_model: int = 32, log_scale: bool = Tr
     return fig
 
 
-def _same_vocabularies(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
-    """The vocabularies given are those the model carries (saved with it: a (src, tgt) pair, or the target's
-    alone); swapped, the error says so."""
-    fingerprint = getattr(model, "vocab_fingerprint", None)
-    if fingerprint is None:
-        return
-    if checks._PAIR in (getattr(model, "vocab_tokens", None) or ()):
-        given, name = (src_vocab, tgt_vocab), "src_vocab and tgt_vocab"
-    else:
-        given, name = tgt_vocab, "tgt_vocab"
-    swapped = fingerprint in (checks.vocab_fingerprint((tgt_vocab, src_vocab)), checks.vocab_fingerprint(src_vocab))
-    try:
-        checks.model_vocab(model, given, name)
-    except ValueError as e:
-        if swapped:
-            raise ValueError(f"src_vocab and tgt_vocab are swapped: the model was saved with them the other way round "
-                             f"(translate_sentence(model, src_vocab, tgt_vocab, ...)); {e}") from None
-        raise
-
-
 def translate_sentence(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, sentence: str, method: str = "greedy",
                        beam_size: int = 4, max_len: int | None = None) -> dict:
     """Translate one raw sentence and collect the attention maps of the translation.
@@ -92,7 +72,7 @@ def translate_sentence(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, s
     of the teacher-forced pass over <bos> + output}``."""
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
-    _same_vocabularies(model, src_vocab, tgt_vocab)
+    checks.model_vocab(model, (src_vocab, tgt_vocab), "src_vocab and tgt_vocab")  # those it was saved with
     words = tokenize(sentence)
     if not words:
         raise ValueError("the sentence has no words to translate")
