@@ -779,6 +779,16 @@ def _compiled_checkpoint(into_compiled: bool):
     assert torch.equal(got.weight, lin.weight)
 
 
+def _compiled_agrees(fn, *args):
+    """``torch.compile(fn)`` (the eager backend: seconds, no C++ compiler) gives what ``fn`` gives."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    got, want = torch.compile(fn, backend="eager")(*args), fn(*args)
+    assert torch.allclose(got[1] if isinstance(got, tuple) and got[1].dim() == 0 else got[0],
+                          want[1] if isinstance(want, tuple) and want[1].dim() == 0 else want[0], atol=1e-6)
+
+
 def _fit_scheduler(which: str):
     from utils.schedule import warmup_decay, warmup_scheduler
 
@@ -843,6 +853,10 @@ def cases_51() -> list[Case51]:
     add(k, "MultiHeadAttention under inference_mode", None, lambda: _inference(lambda: mha(x, x, x)))
     add(k, "greedy_decode under inference_mode", None, lambda: _inference(lambda: greedy_decode(tf, ids, 4, 2, 3)))
     add(k, "generate under no_grad", None, lambda: torch.no_grad()(lambda: generate(gpt, ids, 2))())
+    add(k, "GPT under torch.compile (eager backend: dynamo traces the door)", None,
+        lambda: _compiled_agrees(gpt, ids, ids))
+    add(k, "sdpa under torch.compile (eager backend)", None,
+        lambda: _compiled_agrees(scaled_dot_product_attention, q, q, q, causal_mask(5)))
     add(k, "MultiHeadAttention, a non-contiguous query", None,
         lambda: mha(x.transpose(1, 2).contiguous().transpose(1, 2), x, x))
     add(k, "Transformer, non-contiguous src", None, lambda: tf(ids.T.contiguous().T, ids))
