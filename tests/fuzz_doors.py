@@ -18,6 +18,9 @@ reference to agree with. From that, hypothesis draws
   that names something else) or **silent** (accepted), unless the door lists it in ``accepted`` with the
   reason it is deliberately accepted.
 
+The public functions whose settings are numbers (schedules, sizes, configs: :func:`number_doors`) get each
+number slip (NaN, inf, -1, 0, a fraction, a bool, None, a str) in every numeric argument.
+
 ``tests/test_fuzz_doors.py`` runs this in ``make test`` with a fixed seed and a small budget; ``make
 test-fuzz`` with a large one and prints the per-door table (``python tests/fuzz_doors.py --examples N``).
 """
@@ -802,6 +805,96 @@ def table(tallies: dict[str, Tally], verbose: bool = False) -> dict[str, int]:
     return total
 
 
+# --------------------------------------------------------------------------- the numbers of the other public functions
+
+
+@dataclass
+class Numbers:
+    """A public function whose settings are numbers: ``valid`` keyword arguments, each int or float of which gets
+    the slips of :data:`NUMBER_SLIPS` (``accepted``: "arg:slip" -> why it is a valid value)."""
+    label: str
+    fn: Callable
+    valid: dict
+    accepted: dict = field(default_factory=dict)
+
+
+NUMBER_SLIPS = {"nan": float("nan"), "inf": float("inf"), "-1": -1, "0": 0, "fraction": 2.5, "bool": True,
+                "None": None, "str": "8"}
+
+
+def number_doors() -> list[Numbers]:
+    from utils import attention, positional, scale, schedule, text, training
+    from utils.gpt import GPTConfig
+    from utils.transformer import TransformerConfig
+
+    lin = torch.nn.Linear(2, 2)
+    pos = "a position, 0 is the first"
+    return [
+        Numbers("schedule.transformer_lr", schedule.transformer_lr, dict(step=10, d_model=16, warmup=4, factor=1.0),
+                {"step:0": "step 0 is treated as step 1 (documented)", "factor:fraction": "any factor > 0",
+                 "step:bool": "", "d_model:bool": "", "warmup:bool": ""}),
+        Numbers("schedule.peak_lr", schedule.peak_lr, dict(d_model=16, warmup=4, factor=1.0),
+                {"factor:fraction": "any factor > 0"}),
+        Numbers("schedule.warmup_decay", schedule.warmup_decay, dict(steps=10, warmup_fraction=0.2, floor=0.02),
+                {"warmup_fraction:fraction": "", "floor:fraction": ""}),
+        Numbers("schedule.warmup_scheduler", lambda **k: schedule.warmup_scheduler(torch.optim.SGD(lin.parameters(), lr=0.1), **k),
+                dict(d_model=16, warmup=4, factor=1.0), {"factor:fraction": "any factor > 0"}),
+        Numbers("positional.sinusoidal_encoding", positional.sinusoidal_encoding, dict(max_len=8, d_model=6, offset=0, base=10000.0),
+                {"offset:0": pos, "base:fraction": "any base > 1"}),
+        Numbers("positional.offset_matrix", positional.offset_matrix, dict(k=2, d_model=6, base=10000.0),
+                {"k:-1": "an offset back is a rotation too", "k:0": "the identity", "base:fraction": "any base > 1"}),
+        Numbers("scale.kv_cache_bytes_per_token", scale.kv_cache_bytes_per_token,
+                dict(n_layer=2, num_kv_heads=2, d_k=4, bytes_per_value=2)),
+        Numbers("scale.swiglu_hidden", scale.swiglu_hidden, dict(d_model=16, multiple_of=8)),
+        Numbers("attention.causal_mask", attention.causal_mask, dict(T_q=3, T_k=4),
+                {"T_k:None": "documented: T_k = T_q"}),
+        Numbers("text.pad_sequences", lambda **k: text.pad_sequences([[4, 5, 6]], **k), dict(max_len=2, pad_id=0),
+                {"pad_id:0": "<pad> is 0", "max_len:None": "documented: no truncation"}),
+        Numbers("training.perplexity", training.perplexity, dict(loss=1.5), {"loss:0": "a perfect model's loss",
+                                                                             "loss:fraction": ""}),
+        Numbers("attention.MultiHeadAttention", attention.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1),
+                {"dropout:0": "no dropout"}),
+        Numbers("transformer.TransformerConfig", TransformerConfig,
+                dict(src_vocab=20, tgt_vocab=20, d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1,
+                     num_decoder_layers=1, dropout=0.1, max_len=32, pad_id=0),
+                {"num_encoder_layers:0": "an encoder of no layer (notebook 07's ablation)",
+                 "num_decoder_layers:0": "a decoder of no layer", "dropout:0": "no dropout", "pad_id:0": "<pad> is 0"}),
+        Numbers("gpt.GPTConfig", lambda **k: __import__("utils.gpt", fromlist=["GPT"]).GPT(GPTConfig(**k)),
+                dict(vocab_size=20, block_size=8, n_layer=1, n_head=2, d_model=8, dropout=0.1),
+                {"dropout:0": "no dropout", "n_layer:0": "no block: embeddings and read-out only"}),
+    ]
+
+
+def fuzz_numbers() -> dict[str, Tally]:
+    """Every number slip of every :func:`number_doors` function (a fixed list: no draw needed)."""
+    tallies = {}
+    for door in number_doors():
+        t = tallies[door.label] = Tally()
+        t.valid = 1
+        try:
+            door.fn(**door.valid)
+        except Exception as e:  # noqa: BLE001
+            t.refused.append((str(door.valid), f"{type(e).__name__}: {e}"[:300]))
+            continue
+        for arg, value in door.valid.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            for kind, bad in NUMBER_SLIPS.items():
+                if kind == "fraction" and isinstance(value, float):
+                    continue
+                why = door.accepted.get(f"{arg}:{kind}")
+                outcome, message = sort(lambda: door.fn(**{**door.valid, arg: bad}), (arg,))
+                if outcome == "clear":
+                    t.clear += 1
+                elif why is not None and outcome == "silent":
+                    t.by_design[why or "a valid value"] = t.by_design.get(why or "a valid value", 0) + 1
+                elif outcome == "obscure":
+                    t.obscure.append((kind, arg, message))
+                else:
+                    t.silent.append((kind, arg, str(bad)))
+    return tallies
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -814,6 +907,7 @@ if __name__ == "__main__":
     a = parser.parse_args()
     torch.set_num_threads(1)
     result = fuzz(a.examples, a.seed, a.door)
+    result.update({k: v for k, v in fuzz_numbers().items() if not a.door or a.door in k})
     table(result, verbose=a.verbose)
     found = findings(result)
     for line in found[:20]:

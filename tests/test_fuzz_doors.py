@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from fuzz_doors import NOT_YET, Tally, all_doors, fuzz
+from fuzz_doors import NOT_YET, Tally, all_doors, findings, fuzz, fuzz_numbers
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "2"))
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
@@ -30,6 +30,11 @@ def test_a_door_accepts_valid_inputs_and_names_every_slip(label):
     assert not tally.silent, f"slips accepted without a word: {tally.silent[:5]}"
     obscure = [o for o in tally.obscure if (label, o[0]) not in NOT_YET]
     assert not obscure, f"slips whose error does not name the argument: {obscure[:5]}"
+
+
+def test_the_numbers_of_the_other_public_functions_are_named():
+    """NaN, inf, -1, 0, a fraction, a bool, None or a str for each number of the schedules, sizes and configs."""
+    assert not findings(fuzz_numbers())
 
 
 def test_the_fuzzer_covers_the_doors_of_the_issue():

@@ -112,10 +112,8 @@ def repeat_kv(x: Tensor["B H_kv T d_k"], n_rep: int) -> Tensor["B H T d_k"]:
 def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_k: int, bytes_per_value: int = 2) -> int:
     """Bytes a key/value cache grows by per generated token: keys and values (2) for every layer and
     key/value head, ``d_k`` numbers each (2 bytes in float16/bfloat16, 4 in float32)."""
-    for name, x in (("n_layer", n_layer), ("num_kv_heads", num_kv_heads), ("d_k", d_k),
-                    ("bytes_per_value", bytes_per_value)):
-        if x < 1:
-            raise ValueError(f"{name} must be >= 1, got {x}")
+    n_layer, num_kv_heads, d_k, bytes_per_value = checks.sizes(n_layer=n_layer, num_kv_heads=num_kv_heads, d_k=d_k,
+                                                              bytes_per_value=bytes_per_value)
     return 2 * n_layer * num_kv_heads * d_k * bytes_per_value
 
 
@@ -224,6 +222,7 @@ class RMSNorm(nn.Module):
 def swiglu_hidden(d_model: int, multiple_of: int = 16) -> int:
     """Hidden size of a SwiGLU layer with as many weights as a 4·d GELU MLP: 3·d·h ≈ 8·d², so h ≈ 8d/3,
     rounded up to a multiple of ``multiple_of`` (LLaMA's rule)."""
+    d_model, multiple_of = checks.sizes(d_model=d_model, multiple_of=multiple_of)
     h = int(8 * d_model / 3)
     return multiple_of * math.ceil(h / multiple_of)
 

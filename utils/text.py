@@ -200,6 +200,7 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
                         f"pad_sequences([vocab.encode(tokenize(s)) for s in sentences])")
     if len(seqs) == 0:
         raise ValueError("pad_sequences() got no sequences")
+    pad_id = checks.integer(pad_id, "pad_id", minimum=0, what="the id that fills the rows' ends")
     if max_len is not None:
         max_len = checks.integer(max_len, "max_len", minimum=1, what="the longest sequence kept")
     lengths = [len(s) if max_len is None else min(len(s), max_len) for s in seqs]
