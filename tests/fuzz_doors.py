@@ -852,7 +852,7 @@ def number_doors() -> list[Numbers]:
                 {"pad_id:0": "<pad> is 0", "max_len:None": "documented: no truncation"}),
         Numbers("training.perplexity", training.perplexity, dict(loss=1.5), {"loss:0": "a perfect model's loss",
                                                                              "loss:fraction": ""}),
-        Numbers("attention.MultiHeadAttention", attention.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1),
+        Numbers("attention.MultiHeadAttention (sizes)", attention.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1),
                 {"dropout:0": "no dropout"}),
         Numbers("transformer.TransformerConfig", TransformerConfig,
                 dict(src_vocab=20, tgt_vocab=20, d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1,
