@@ -511,6 +511,8 @@ def sort(call: Callable[[], object], names: tuple) -> tuple[str, str]:
 
 def accepted_why(door: Door, slip: Slip) -> str | None:
     """Why ``slip`` is deliberately accepted by ``door`` (None: it must be refused)."""
+    if slip.kind.endswith(("real", "masked")) and slip.arg in door.specs and door.specs[slip.arg][0].kind is None:
+        return "declared Tensor[...]: any dtype and any values (a cache, a layout helper, logits or ids)"
     if slip.kind == "-inf real" and slip.arg in getattr(door.fn, "__neg_inf__", ()):
         return "declared at the door: it may hold -inf (contract(neg_inf=...): a masked score, a filtered logit)"
     if slip.kind == "positional swap":
@@ -574,7 +576,8 @@ def doors() -> list[Door]:
              make={"mask": attention_mask(Tq="T", Tk="T", batch="B")}),
         Door("attention.key_padding_mask", attention.key_padding_mask, padded=("Tk",), vocab=V, accepted={"id": NO_VOCAB}),
         Door("text.padding_mask", text.padding_mask, padded=("T",), vocab=V, accepted={"id": NO_VOCAB}),
-        Door("text.masked_mean", text.masked_mean, make={"mask": padding_bool("T")}),
+        Door("text.masked_mean", text.masked_mean, make={"mask": padding_bool("T")},
+             accepted={"nan masked:x": "documented: pads never contribute, whatever values they hold (NaN too)"}),
         Door("scale.RMSNorm", scale.RMSNorm.forward, owner=lambda: scale.RMSNorm(D)),
         Door("scale.SwiGLU", scale.SwiGLU.forward, owner=lambda: scale.SwiGLU(D)),
         Door("gpt.MLP", gpt.MLP.forward, owner=lambda: gpt.MLP(D)),

@@ -1057,3 +1057,23 @@ def test_prepare_translations_vocabularies_swapped_are_named():
     _vocab_sides(pairs, src, tgt)
     with pytest.raises(ValueError, match=r"vocabs=\(src_vocab, tgt_vocab\) looks swapped"):
         _vocab_sides(pairs, tgt, src)
+
+
+@pytest.mark.parametrize("pad", [float("nan"), float("inf"), float("-inf"), 1e4])
+def test_masked_mean_ignores_whatever_the_padding_holds_and_refuses_it_at_a_real_token(pad):
+    """Its docstring: pads never contribute, whatever values they hold (issue 51: NaN too, no 0 · NaN); a NaN or
+    inf at a real token is named. cases.layout (Tensor[...]: any values) keeps a NaN as it is."""
+    from utils import cases
+    from utils.text import masked_mean
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 4, generator=g)
+    mask = torch.arange(5)[None] < torch.tensor([5, 2, 3])[:, None]
+    want = torch.stack([x[b, :n].mean(0) for b, n in enumerate([5, 2, 3])])
+    padded = cases.layout(x.masked_fill(~mask[..., None], pad), "non-contiguous")
+    assert torch.allclose(masked_mean(padded, mask), want, atol=1e-6)
+    real = x.clone()
+    real[1, 1, 2] = pad
+    if pad != 1e4:
+        with pytest.raises(ValueError, match=r"x \(B, T, D\) at its real positions \(mask True\) holds .* at index \(1, 1, 2\)"):
+            masked_mean(real, mask)

@@ -390,7 +390,7 @@ def _expected(spec: Spec, seen: dict, owner: object, letter: str, want: int) -> 
 
 def check_arguments(arguments: dict, specs: dict[str, tuple[Spec, bool, bool]], hint: str = "", *,
                     any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = (),
-                    neg_inf: tuple[str, ...] = ()) -> None:
+                    neg_inf: tuple[str, ...] = (), any_value: tuple[str, ...] = ()) -> None:
     """The door of :func:`contract`: each annotated tensor argument is a tensor of its kind with its dims,
     the letters agree across the arguments (and with the module's sizes), ids become ``torch.long``, and
     every tensor is on the device (a float one also in the dtype) of the module's weights, or for a
@@ -399,7 +399,7 @@ def check_arguments(arguments: dict, specs: dict[str, tuple[Spec, bool, bool]], 
     received and what to do. ``*masks: Bool["..."]`` is checked mask by mask (``masks[1]``)."""
     owner = arguments.get("self", arguments.get("model"))
     weights = _reference(owner)
-    door = _Door(owner, weights, hint, neg_inf)
+    door = _Door(owner, weights, hint, neg_inf, any_value)
     for name, (spec, optional, many) in specs.items():
         loose = (name in any_device, name in any_dtype)
         if not many:
@@ -413,10 +413,12 @@ class _Door:
     """One call's check of its arguments: the letters seen so far, and the tensors whose device and dtype
     the others must have (the module's weights, else the first tensor argument)."""
 
-    __slots__ = ("owner", "hint", "seen", "device", "dtype", "model", "neg_inf")
+    __slots__ = ("owner", "hint", "seen", "device", "dtype", "model", "neg_inf", "any_value")
 
-    def __init__(self, owner: object, weights: torch.Tensor | None, hint: str, neg_inf: tuple[str, ...] = ()):
+    def __init__(self, owner: object, weights: torch.Tensor | None, hint: str, neg_inf: tuple[str, ...] = (),
+                 any_value: tuple[str, ...] = ()):
         self.owner, self.hint, self.seen, self.neg_inf = owner, hint, {}, neg_inf  # seen: letter -> (size, where)
+        self.any_value = any_value
         self.model = weights is not None
         self.device = self.dtype = (weights, "the model's weights") if self.model else None
 
@@ -465,7 +467,8 @@ class _Door:
                 raise TypeError(f"{name} has dtype {x.dtype} but {self.dtype[1]} {'have' if model else 'has'} "
                                 f"{ref.dtype}; convert it with {name}.to({ref.dtype})"
                                 + (f" (or the model with model.to({x.dtype}))" if model else ""))
-        if x.is_floating_point() and x.numel() and x.device.type != "meta":
+        if spec.kind is not None and "float" in spec.kind and x.numel() and x.device.type != "meta" \
+                and name not in self.any_value:  # (Tensor[...] declares any dtype and any values)
             finite(x, name, spec.text, allow_neg_inf=name in self.neg_inf)
         return x
 
@@ -498,7 +501,7 @@ def finite(x: torch.Tensor, name: str, shape: str = "", *, allow_neg_inf: bool =
 
 def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = None, hint: str = "",
              trust_callees: bool = True, any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = (),
-             neg_inf: tuple[str, ...] = ()) -> Callable:
+             neg_inf: tuple[str, ...] = (), any_value: tuple[str, ...] = ()) -> Callable:
     """Declare a public entry point's contract once, at its door.
 
     The tensor arguments' shapes and dtypes come from the signature (``src: Ids["B S"]``, ``x: Float["B T
@@ -512,7 +515,9 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
     ``hint`` is added to a message about mismatched dims. ``any_device`` names the tensor arguments that may
     live on another device than the module's weights (a corpus kept on the CPU, cut into batches that move),
     ``any_dtype`` those whose float dtype is their own (float32 angles rotating a bfloat16 ``x``), ``neg_inf``
-    those that may hold -inf (a masked score, a logit filtered out); every other float argument must be finite."""
+    those that may hold -inf (a masked score, a logit filtered out), ``any_value`` those whose values the rules
+    check (``masked_mean``'s ``x``: finite at its real positions, anything in its padding); every other
+    ``Float[...]`` argument must be finite."""
     import functools
     import inspect
 
@@ -546,7 +551,7 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
             if not cache:
                 cache.append(_specs(fn))
             check_arguments(given, {k: v for k, v in cache[0].items() if k in given}, hint, any_device=any_device,
-                            any_dtype=any_dtype, neg_inf=neg_inf)
+                            any_dtype=any_dtype, neg_inf=neg_inf, any_value=any_value)
             raise TypeError(f"{fn.__qualname__}({', '.join(n for n in names if n != 'self')}): {error}; positional "
                             f"arguments fill these in order") from None
 
@@ -563,7 +568,8 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
             if not cache:
                 cache.append(_specs(fn))
             arguments = arguments_of(args, kwargs)
-            check_arguments(arguments, cache[0], hint, any_device=any_device, any_dtype=any_dtype, neg_inf=neg_inf)
+            check_arguments(arguments, cache[0], hint, any_device=any_device, any_dtype=any_dtype, neg_inf=neg_inf,
+                            any_value=any_value)
             if rules is not None:
                 rules(**arguments)
             if not trust_callees:

@@ -87,6 +87,8 @@ def tokenized_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
 
 def _accuracy_rules(logits_or_pred, target, mask) -> None:
     logits = logits_or_pred.dim() == target.dim() + 1
+    if logits_or_pred.is_floating_point():
+        checks.finite(logits_or_pred, "logits_or_pred", allow_neg_inf=True)
     if logits and not logits_or_pred.is_floating_point():
         raise TypeError(f"logits_or_pred of shape {tuple(logits_or_pred.shape)} has one dim more than target, so it "
                         f"must be float logits (B, T, V), got dtype {logits_or_pred.dtype}; predicted ids are (B, T)")
