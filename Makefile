@@ -14,6 +14,8 @@
 #                        (make test runs it on 07 and 10, with a few of the attacks)
 #   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
 #                        (make test runs 04 and 09)
+#   make test-fuzz       every public door of utils fuzzed from its contract, FUZZ_EXAMPLES=200 valid inputs a door
+#                        and every slip of each, and the per-door table (make test runs 2 a door, seed 0)
 #   make doctor     what this computer has (OS, Python, PyTorch build, device, JupyterLab, widgets, kernel,
 #                   data and model checksums) and what to do about each problem
 #   make test-standalone  each notebook alone in an empty folder, in a Colab-like environment, with the
@@ -61,7 +63,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-flaky test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-flaky test-fuzz test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -169,6 +171,15 @@ test-checks: $(STAMP)
 	@start=$$(date +%s); \
 	COURSE_WRONG_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_wrong_answers.py $(PYTEST_ARGS); rc=$$?; \
 	echo "wrong-answer run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# Issue 51: the doors fuzzed from their contracts (tests/fuzz_doors.py) with a large budget; exits 1 on a valid
+# input refused, a result that disagrees with its reference, or a slip that is silent or obscure.
+FUZZ_EXAMPLES ?= 200
+FUZZ_SEED ?= 0
+test-fuzz: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python tests/fuzz_doors.py --examples $(FUZZ_EXAMPLES) --seed $(FUZZ_SEED) --verbose --strict; rc=$$?; \
+	echo "fuzz wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
 # solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/editions/build_decks.py.

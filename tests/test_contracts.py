@@ -224,3 +224,34 @@ def test_our_door_says_more_than_jaxtyping_with_beartype():
             fn(idx, x)
         per_call = (time.perf_counter() - t0) / 200
         assert per_call < 1e-3  # both are microseconds: negligible beside a training step of milliseconds
+
+
+# --------------------------------------------------------------------------- issue 51: the public switch
+
+
+def test_checks_off_skips_the_doors_on_this_thread_only_and_changes_no_result():
+    import threading
+
+    from utils.attention import MultiHeadAttention
+
+    torch.manual_seed(0)
+    mha, x = MultiHeadAttention(8, 2), torch.randn(2, 5, 8)
+    bad = x.clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="query"):
+        mha(bad, x, x)
+    with checks.checks_off():
+        assert checks.trusted()
+        with checks.checks_off():  # nested: the outer block stays off
+            pass
+        assert checks.trusted()
+        assert torch.isnan(mha(bad, x, x)[0]).any()  # the NaN passes the door unseen: for benchmarks only
+        elsewhere = []
+        t = threading.Thread(target=lambda: elsewhere.append(checks.trusted()))
+        t.start(), t.join()
+        assert elsewhere == [False]  # another thread keeps its checks
+        off = mha(x, x, x)[0]
+    assert not checks.trusted()
+    assert torch.equal(off, mha(x, x, x)[0])
+    with pytest.raises(ValueError, match="query"):
+        mha(bad, x, x)

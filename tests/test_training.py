@@ -342,7 +342,10 @@ def test_a_checkpoint_describes_itself(tmp_path):
     load_checkpoint(path, nn.Linear(3, 2), vocab=tok.chars, expected_config={"n": 1})  # a list of tokens works too
     with pytest.raises(ValueError, match=r"vocab is not the vocabulary .*m\.pt was saved with"):
         load_checkpoint(path, nn.Linear(3, 2), vocab=CharTokenizer("HELLO WORLD"), expected_config={"n": 1})
-    plain = save_checkpoint(tmp_path / "p.pt", model)
+    again = save_checkpoint(tmp_path / "again.pt", model)  # issue 51: the model carries its vocabulary by default
+    with pytest.raises(ValueError, match=r"vocab is not the vocabulary .*again\.pt was saved with"):
+        load_checkpoint(again, nn.Linear(3, 2), vocab=CharTokenizer("HELLO WORLD"))
+    plain = save_checkpoint(tmp_path / "p.pt", nn.Linear(3, 2))  # a model that never met a vocabulary
     with pytest.raises(CheckpointError, match="saved without a vocabulary"):
         load_checkpoint(plain, nn.Linear(3, 2), vocab=Vocab(["<pad>", "<unk>", "<bos>", "<eos>"]))
     load_checkpoint(plain, nn.Linear(3, 2))  # a checkpoint without a vocabulary loads as before

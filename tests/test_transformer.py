@@ -354,10 +354,12 @@ def test_empty_or_fully_padded_source_is_refused():
     model = tiny()
     padded = random_src()
     padded[1] = PAD
-    for src in (padded, torch.zeros(2, 0, dtype=torch.long)):
-        with pytest.raises(ValueError, match=r"at least one real token; row\(s\) \[.*\] hold only <pad> \(id 0\)"):
+    only_pad = r"at least one real token; row\(s\) \[.*\] hold only <pad> \(id 0\)"
+    no_token = r"src \(B, S\) is empty: S=0"  # sentences of no token at all: the door's empty size (issue 51)
+    for src, says in ((padded, only_pad), (torch.zeros(2, 0, dtype=torch.long), no_token)):
+        with pytest.raises(ValueError, match=says):
             greedy_decode(model, src, 5, BOS, EOS)
-        with pytest.raises(ValueError, match="at least one real token"):
+        with pytest.raises(ValueError, match=says):
             beam_search(model, src, 2, 5, BOS, EOS)
     empty_batch = torch.zeros(0, 5, dtype=torch.long)
     assert greedy_decode(model, empty_batch, 5, BOS, EOS) == [] and beam_search(model, empty_batch, 2, 5, BOS, EOS) == []

@@ -73,7 +73,7 @@ def check_mask(mask: torch.Tensor, target_shape: tuple[int, ...] | torch.Size, n
         raise ValueError(f"{name} of shape {tuple(mask.shape)} has {mask.dim()} dims; a mask has 2, (Tq, Tk), shared "
                          f"by the whole batch, or as many as the scores {tuple(target_shape)} (..., Tq, Tk); {how}")
     try:
-        shape = torch.broadcast_shapes(mask.shape, target_shape)
+        shape = checks.broadcast(mask.shape, target_shape)
     except RuntimeError:
         shape = None
     if shape != target_shape:
@@ -132,7 +132,7 @@ def _sdpa_rules(q, k, v, mask, dropout_p, **_) -> None:
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     if mask is not None:
-        check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
+        check_mask(mask, checks.broadcast(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
                    device=q.device)
 
 
@@ -218,7 +218,7 @@ def _broadcast_rules(masks: tuple[torch.Tensor | None, ...]) -> None:
     """What the shapes cannot say: the masks broadcast to one shape."""
     shapes = [tuple(m.shape) for m in masks if m is not None]
     try:
-        torch.broadcast_shapes(*shapes)
+        checks.broadcast(*shapes)
     except RuntimeError:
         raise ValueError(f"masks of shapes {', '.join(map(str, shapes))} do not broadcast to one shape; give each the "
                          f"scores' number of dims, e.g. (B, 1, 1, Tk) from key_padding_mask(ids) and (Tq, Tk) from "
@@ -365,7 +365,7 @@ class AdditiveAttention(nn.Module):
 
     def _rules(self, q, k, mask, **_) -> None:
         if mask is not None:
-            check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
+            check_mask(mask, checks.broadcast(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]),
                        device=q.device)
 
     @contract(rules=_rules)

@@ -40,6 +40,7 @@ doors it calls (an attention layer inside a model) go straight to their computat
 
 from __future__ import annotations
 
+import math
 import numbers
 import threading
 from collections.abc import Callable
@@ -47,8 +48,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-__all__ = ["tensor", "ids", "integer", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
-           "Float", "Bool", "Tensor", "contract", "trusted", "check_arguments", "vocab_ids", "right_padded", "positions"]
+__all__ = ["broadcast", "bind_vocab", "model_vocab", "tensor", "ids", "integer", "number", "config", "sizes", "index", "probability", "same_device", "optimizer_for", "Spec", "Ids",
+           "Float", "Bool", "Tensor", "contract", "trusted", "checks_off", "check_arguments", "vocab_ids", "right_padded",
+           "positions", "finite"]
 
 _KINDS = {
     "ids": ("integer token ids", lambda t: not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)),
@@ -91,17 +93,40 @@ def tensor(x: object, name: str, shape: str = "", *, dims: int | tuple[int, ...]
         mod = type(x).__module__.split(".")[0]
         got = "None" if x is None else f"a {type(x).__name__}" if mod == "builtins" else f"a {mod}.{type(x).__name__}"
         raise TypeError(f"{name} must be {want()}, got {got}; {_how_to_convert(x, name, kinds[0] if kinds else None)}")
+    if kinds and not (_KINDS[kinds[0]][1](x) or any(_KINDS[k][1](x) for k in kinds[1:])):  # the dtype before the rank
+        raise TypeError(f"{name} must hold {' or '.join(_KINDS[k][0] for k in kinds)}, got a tensor of dtype {x.dtype} "
+                        f"(shape {tuple(x.shape)}{', expected ' + shape if shape else ''})" + _convert_hint(x, kinds[0]))
     if dims is not None:
         allowed = (dims,) if isinstance(dims, int) else tuple(dims)
         if x.dim() not in allowed:
             n = " or ".join(str(d) for d in allowed)
             raise ValueError(f"{name} must be {want()} ({n} dims), got shape {tuple(x.shape)} ({x.dim()} dims)"
                              + ("; add a batch dim with x[None] for a single sequence" if x.dim() + 1 in allowed else ""))
-    if kinds and not (_KINDS[kinds[0]][1](x) or any(_KINDS[k][1](x) for k in kinds[1:])):
-        raise TypeError(f"{name} must hold {' or '.join(_KINDS[k][0] for k in kinds)}, got a tensor of dtype {x.dtype}"
-                        + ("; ids are whole numbers: convert with .long(), or check that this is the right tensor"
-                           if kinds[0] == "ids" else "; convert with .float()" if kinds[0] == "float" else ""))
     return x
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to (``torch.broadcast_shapes``, whose symbolic-shape machinery costs
+    tens of microseconds a call at a door), else a RuntimeError as torch raises."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for shape in shapes:
+        for i, size in enumerate(shape, n - len(shape)):
+            if size != out[i] and out[i] != 1 and size != 1:
+                raise RuntimeError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast")
+            if out[i] == 1:
+                out[i] = size
+    return tuple(out)
+
+
+def _convert_hint(x: torch.Tensor, kind: str) -> str:
+    """What to do about a tensor of the wrong kind of dtype: token ids where vectors go are embedded first."""
+    if kind == "ids":
+        return "; ids are whole numbers: convert with .long(), or check that this is the right tensor"
+    if kind == "float" and not (x.is_floating_point() or x.dtype == torch.bool):
+        return ("; these look like token ids: embed them first (the model's embedding, e.g. model.embed(ids)), "
+                "or convert with .float() if they are numbers")
+    return "; convert with .float()" if kind == "float" else ""
 
 
 def ids(x: object, name: str, shape: str = "(B, T)", *, dims: int | tuple[int, ...] | None = 2) -> torch.Tensor:
@@ -131,10 +156,42 @@ def integer(x: object, name: str, *, minimum: int | None = None, what: str = "")
     return x
 
 
+def number(x: object, name: str, *, above: float | None = None, at_least: float | None = None,
+           at_most: float | None = None, what: str = "") -> float:
+    """``x`` as a float if it is a finite real number (an int, a float, a NumPy number or a one-element tensor)
+    with ``x > above``, ``x >= at_least`` and ``x <= at_most`` where given; a bool, None or a str is a TypeError,
+    NaN, inf or a number out of range a ValueError naming ``name`` (``what`` says what it is)."""
+    about = f" ({what})" if what else ""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and (x.is_floating_point() or not x.dtype == torch.bool):
+        x = x.item()
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        got = "None" if x is None else f"{type(x).__name__} {x!r}"[:80]
+        raise TypeError(f"{name} must be a number{about}, got {got}")
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number{about}, got {x}")
+    for ok, rule in ((above is None or x > above, f"> {above}"), (at_least is None or x >= at_least, f">= {at_least}"),
+                     (at_most is None or x <= at_most, f"<= {at_most}")):
+        if not ok:
+            raise ValueError(f"{name} must be {rule}{about}, got {x!r}")
+    return x
+
+
 def sizes(**named: object) -> tuple[int, ...]:
     """Each keyword's value as an int >= 1 (a size: a width, a count of layers or heads, a vocabulary
     size), else the error of :func:`integer` naming that keyword, e.g. ``dec_hidden must be >= 1, got 0``; returns the values in order."""
     return tuple(integer(v, k, minimum=1) for k, v in named.items())
+
+
+def config(cfg: object, kind: type, name: str = "cfg") -> object:
+    """``cfg`` if it is a ``kind`` (a ``TransformerConfig``, a ``GPTConfig``), else a TypeError naming ``name`` that
+    shows how to build one from what was given (a dict of its fields, a vocabulary size)."""
+    if isinstance(cfg, kind):
+        return cfg
+    k = kind.__name__
+    how = (f"{k}(**{name})" if isinstance(cfg, dict) else
+           f"{k}(...) with the sizes as fields, e.g. {k}({cfg!r}, ...)" if isinstance(cfg, numbers.Number) else f"{k}(...)")
+    raise TypeError(f"{name} must be a {k}, got {type(cfg).__name__} {cfg!r}"[:160] + f"; build it with {how}")
 
 
 def index(x: object, name: str, size: int, *, of: str = "the vocabulary") -> int:
@@ -255,6 +312,22 @@ def trusted() -> bool:
     return getattr(_door, "open", False)
 
 
+class checks_off:
+    """``with utils.checks.checks_off():`` the doors check nothing on this thread: each public entry point
+    goes straight to its computation, as it does behind another door. For benchmarks, to measure what the
+    checks cost (``scripts/benchmarks/bench_checks.py --switch`` prints the table), never for learners: a slip
+    inside the block meets PyTorch's own error, or none. The value rules called directly (``fit``'s,
+    ``save_checkpoint``'s) still run."""
+
+    def __enter__(self) -> "checks_off":
+        self.was = getattr(_door, "open", False)
+        _door.open = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _door.open = self.was
+
+
 def _specs(fn: Callable) -> dict[str, tuple[Spec, bool, bool]]:
     """{parameter: (Spec, None allowed, one for each of ``*args``)} from ``fn``'s annotations (read once, at
     its first call). A union of specs (``Ids["B T"] | Bool["B T"]``) is one spec with their kinds; a union
@@ -298,9 +371,11 @@ def _size_of(owner: object, letter: str) -> int | None:
 
 
 def _reference(owner: object) -> torch.Tensor | None:
-    """The first parameter of a module (its device and dtype are the module's), else None."""
+    """The first parameter of a module (its device and dtype are the module's), else its first buffer (a table
+    of sinusoidal positions), else None."""
     if isinstance(owner, nn.Module):
-        return next(owner.parameters(), None)
+        first = next(owner.parameters(), None)
+        return first if first is not None else next(owner.buffers(), None)
     return None
 
 
@@ -314,7 +389,8 @@ def _expected(spec: Spec, seen: dict, owner: object, letter: str, want: int) -> 
 
 
 def check_arguments(arguments: dict, specs: dict[str, tuple[Spec, bool, bool]], hint: str = "", *,
-                    any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = ()) -> None:
+                    any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = (),
+                    neg_inf: tuple[str, ...] = (), any_value: tuple[str, ...] = ()) -> None:
     """The door of :func:`contract`: each annotated tensor argument is a tensor of its kind with its dims,
     the letters agree across the arguments (and with the module's sizes), ids become ``torch.long``, and
     every tensor is on the device (a float one also in the dtype) of the module's weights, or for a
@@ -323,7 +399,7 @@ def check_arguments(arguments: dict, specs: dict[str, tuple[Spec, bool, bool]], 
     received and what to do. ``*masks: Bool["..."]`` is checked mask by mask (``masks[1]``)."""
     owner = arguments.get("self", arguments.get("model"))
     weights = _reference(owner)
-    door = _Door(owner, weights, hint)
+    door = _Door(owner, weights, hint, neg_inf, any_value)
     for name, (spec, optional, many) in specs.items():
         loose = (name in any_device, name in any_dtype)
         if not many:
@@ -337,10 +413,12 @@ class _Door:
     """One call's check of its arguments: the letters seen so far, and the tensors whose device and dtype
     the others must have (the module's weights, else the first tensor argument)."""
 
-    __slots__ = ("owner", "hint", "seen", "device", "dtype", "model")
+    __slots__ = ("owner", "hint", "seen", "device", "dtype", "model", "neg_inf", "any_value")
 
-    def __init__(self, owner: object, weights: torch.Tensor | None, hint: str):
-        self.owner, self.hint, self.seen = owner, hint, {}  # letter -> (size, where it was fixed)
+    def __init__(self, owner: object, weights: torch.Tensor | None, hint: str, neg_inf: tuple[str, ...] = (),
+                 any_value: tuple[str, ...] = ()):
+        self.owner, self.hint, self.seen, self.neg_inf = owner, hint, {}, neg_inf  # seen: letter -> (size, where)
+        self.any_value = any_value
         self.model = weights is not None
         self.device = self.dtype = (weights, "the model's weights") if self.model else None
 
@@ -355,9 +433,15 @@ class _Door:
         x = tensor(x, name, spec.text, dims=ndim, kind=spec.kind)
         if ndim is None and x.dim() < len(dims) - 1:
             raise ValueError(f"{name} must be {spec.text}: at least {len(dims) - 1} dims, got shape {tuple(x.shape)}")
+        if ndim is None and dims[0] != "..." and 0 in x.shape[:dims.index("...")]:
+            raise ValueError(f"{name} {spec.text} is empty, shape {tuple(x.shape)}; there is nothing to compute with")
         if spec.kind is not None and "ids" in spec.kind and x.dtype not in (torch.long, torch.bool):
             x = x.long()
         for letter, size in spec.letters(x.shape):
+            if size == 0 and letter != "B" and not letter.isdigit():
+                raise ValueError(f"{name} {spec.text} is empty: {letter}=0 in shape {tuple(x.shape)}; there is nothing to "
+                                 f"compute with (an empty sentence or text: check the slicing or the data split that "
+                                 f"made it). An empty batch, B=0, is the one empty size a door accepts")
             want, where = (int(letter), "") if letter.isdigit() else self.seen.get(letter, (None, ""))
             if want is None and (bound := _size_of(owner, letter)) is not None:
                 want, where = bound, f"{type(owner).__name__}'s {letter}"
@@ -379,15 +463,45 @@ class _Door:
         if not any_dtype and x.is_floating_point():
             if self.dtype is None:
                 self.dtype = (x, name)
-            elif (ref := self.dtype[0]).is_floating_point() and x.dtype != ref.dtype:
+            elif (ref := self.dtype[0]).is_floating_point() and x.dtype != ref.dtype and not _autocast_mix(x, ref):
                 raise TypeError(f"{name} has dtype {x.dtype} but {self.dtype[1]} {'have' if model else 'has'} "
                                 f"{ref.dtype}; convert it with {name}.to({ref.dtype})"
                                 + (f" (or the model with model.to({x.dtype}))" if model else ""))
+        if spec.kind is not None and "float" in spec.kind and x.numel() and x.device.type != "meta" \
+                and name not in self.any_value:  # (Tensor[...] declares any dtype and any values)
+            finite(x, name, spec.text, allow_neg_inf=name in self.neg_inf)
         return x
 
 
+def _autocast_mix(x: torch.Tensor, ref: torch.Tensor) -> bool:
+    """True under ``torch.autocast`` when the two dtypes are float32 and autocast's dtype (bf16 activations beside
+    fp32 weights): autocast casts them at each matmul, as PyTorch's own layers accept."""
+    device = x.device.type
+    return torch.is_autocast_enabled(device) and {x.dtype, ref.dtype} <= {torch.float32, torch.get_autocast_dtype(device)}
+
+
+def finite(x: torch.Tensor, name: str, shape: str = "", *, allow_neg_inf: bool = False) -> None:
+    """A ValueError naming ``name`` and the first position unless every value of the float tensor ``x`` is finite
+    (``allow_neg_inf``: -inf is allowed, a masked score or an unset running maximum). A NaN or inf at the door,
+    at a real or at a masked position, comes out of attention in every query that sees it (0 * NaN is NaN)."""
+    if not allow_neg_inf and math.isfinite(x.sum().item()):  # one reduction: a NaN or inf would make the sum one
+        return
+    bad = ~torch.isfinite(x)
+    if allow_neg_inf:
+        bad &= x != float("-inf")
+    if not bool(bad.any()):  # (a sum that overflowed, or -inf where it is allowed)
+        return
+    where = tuple(int(i) for i in bad.nonzero()[0])
+    value = x[where].item()
+    raise ValueError(f"{name}{' ' + shape if shape else ''} holds {value} at index {where} ({int(bad.sum())} non-finite "
+                     f"value(s) of {x.numel()}): it would spread to every output that reads it. Find where it came "
+                     f"from (torch.isfinite({name}).all() after each step: a log of 0, a division by 0, a learning "
+                     f"rate too high); a masked position is masked by the mask, never by a NaN or inf in {name}")
+
+
 def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = None, hint: str = "",
-             trust_callees: bool = True, any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = ()) -> Callable:
+             trust_callees: bool = True, any_device: tuple[str, ...] = (), any_dtype: tuple[str, ...] = (),
+             neg_inf: tuple[str, ...] = (), any_value: tuple[str, ...] = ()) -> Callable:
     """Declare a public entry point's contract once, at its door.
 
     The tensor arguments' shapes and dtypes come from the signature (``src: Ids["B S"]``, ``x: Float["B T
@@ -400,7 +514,10 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
     text whose ids only the model's door checks): the doors it calls then check as usual.
     ``hint`` is added to a message about mismatched dims. ``any_device`` names the tensor arguments that may
     live on another device than the module's weights (a corpus kept on the CPU, cut into batches that move),
-    ``any_dtype`` those whose float dtype is their own (float32 angles rotating a bfloat16 ``x``)."""
+    ``any_dtype`` those whose float dtype is their own (float32 angles rotating a bfloat16 ``x``), ``neg_inf``
+    those that may hold -inf (a masked score, a logit filtered out), ``any_value`` those whose values the rules
+    check (``masked_mean``'s ``x``: finite at its real positions, anything in its padding); every other
+    ``Float[...]`` argument must be finite."""
     import functools
     import inspect
 
@@ -419,9 +536,24 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
                 arguments = {**defaults, **dict(zip(names, args)), **kwargs}
                 if len(arguments) == len(names):
                     return arguments
-            bound = signature.bind(*args, **kwargs)  # a missing or unknown argument: Python's own TypeError
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as e:  # a missing or unknown argument: check those given first (one given in the wrong
+                missing(args, kwargs, e)  # place is named by its contract), then name the signature
             bound.apply_defaults()
             return bound.arguments
+
+        def missing(args: tuple, kwargs: dict, error: TypeError):
+            try:
+                given = dict(signature.bind_partial(*args, **kwargs).arguments)
+            except TypeError:
+                raise error from None
+            if not cache:
+                cache.append(_specs(fn))
+            check_arguments(given, {k: v for k, v in cache[0].items() if k in given}, hint, any_device=any_device,
+                            any_dtype=any_dtype, neg_inf=neg_inf, any_value=any_value)
+            raise TypeError(f"{fn.__qualname__}({', '.join(n for n in names if n != 'self')}): {error}; positional "
+                            f"arguments fill these in order") from None
 
         def call(arguments: dict):
             if plain:
@@ -436,7 +568,8 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
             if not cache:
                 cache.append(_specs(fn))
             arguments = arguments_of(args, kwargs)
-            check_arguments(arguments, cache[0], hint, any_device=any_device, any_dtype=any_dtype)
+            check_arguments(arguments, cache[0], hint, any_device=any_device, any_dtype=any_dtype, neg_inf=neg_inf,
+                            any_value=any_value)
             if rules is not None:
                 rules(**arguments)
             if not trust_callees:
@@ -448,6 +581,7 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
                 _door.open = False
 
         door.__contract__ = signature
+        door.__neg_inf__ = neg_inf
         # the function itself, under every decorator (``beam_search.__wrapped__`` is the code that runs, as
         # before the door: utils.grading.forbid names it so)
         door.__wrapped__ = inspect.unwrap(fn)
@@ -535,12 +669,18 @@ def content_sha256(state: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+_PAIR = "\x1e(target vocabulary)"  # between the two halves of a (src_vocab, tgt_vocab) pair's tokens
+
+
 def vocab_tokens(vocab: object, name: str = "vocab") -> list[str]:
     """The tokens of a vocabulary in id order: a :class:`utils.text.Vocab` (``itos``), a
-    :class:`utils.gpt.CharTokenizer` (``chars``) or a list of str; else a TypeError naming ``name``."""
+    :class:`utils.gpt.CharTokenizer` (``chars``), a list of str, or a ``(src_vocab, tgt_vocab)`` pair (a
+    translation model's two); else a TypeError naming ``name``."""
     for attr in ("itos", "chars"):
         if hasattr(vocab, attr):
             return list(getattr(vocab, attr))
+    if isinstance(vocab, tuple) and len(vocab) == 2 and not all(isinstance(t, str) for t in vocab):
+        return vocab_tokens(vocab[0], name) + [_PAIR] + vocab_tokens(vocab[1], name)  # (src_vocab, tgt_vocab)
     if isinstance(vocab, (list, tuple)) and all(isinstance(t, str) for t in vocab):
         return list(vocab)
     raise TypeError(f"{name} must be a utils.text.Vocab, a utils.gpt.CharTokenizer or a list of its tokens, "
@@ -553,6 +693,40 @@ def vocab_fingerprint(vocab: object, name: str = "vocab") -> str:
     import hashlib
 
     return hashlib.sha256("\x00".join(vocab_tokens(vocab, name)).encode()).hexdigest()[:16]
+
+
+def bind_vocab(model: nn.Module, vocab: object, tokens: list[str] | None = None) -> None:
+    """Let ``model`` carry the fingerprint of the vocabulary it was trained with (``vocab``: a vocabulary, a
+    ``(src_vocab, tgt_vocab)`` pair, or a fingerprint already computed, with its ``tokens`` if known):
+    ``save_checkpoint`` stores it, ``load_checkpoint`` and ``load_pretrained`` put it back, and every function
+    where a vocabulary meets the model compares the two (:func:`model_vocab`). A plain attribute, not a buffer:
+    the weights and their state dict are unchanged."""
+    model = getattr(model, "_orig_mod", model)
+    if isinstance(vocab, str):
+        model.vocab_fingerprint, model.vocab_tokens = vocab, tokens
+    else:
+        model.vocab_tokens = vocab_tokens(vocab)
+        model.vocab_fingerprint = vocab_fingerprint(model.vocab_tokens)
+
+
+def model_vocab(model: nn.Module, given: object, name: str) -> None:
+    """A ValueError naming ``name`` if ``model`` carries a vocabulary fingerprint (:func:`bind_vocab`) that
+    ``given`` does not have; nothing for a model that carries none (built in this session, not yet saved).
+    ``given`` may be a translation model's ``(src_vocab, tgt_vocab)``: compared as a pair with a model saved
+    with both, with the target vocabulary alone for one saved with it alone; swapped, the message says so."""
+    plain = getattr(model, "_orig_mod", model)
+    fingerprint, saved = getattr(plain, "vocab_fingerprint", None), getattr(plain, "vocab_tokens", None)
+    if fingerprint is None:
+        return
+    if isinstance(given, tuple) and len(given) == 2 and not all(isinstance(t, str) for t in given):
+        src, tgt = given
+        right = (vocab_fingerprint(given), vocab_fingerprint(tgt))
+        if fingerprint in (vocab_fingerprint((tgt, src)), vocab_fingerprint(src)) and fingerprint not in right:
+            raise ValueError(f"{name}: the source and the target vocabulary are swapped; the model was saved with them "
+                             f"the other way round (source first, then target)")
+        if not (saved is not None and _PAIR in saved) and fingerprint != vocab_fingerprint(given):
+            given = tgt  # a model saved with its target vocabulary alone
+    same_vocab(saved, fingerprint, given, name, "the model")
 
 
 def same_vocab(saved: list[str] | None, saved_fingerprint: str, given: object, name: str, where: str) -> None:

@@ -75,6 +75,11 @@ def cosine_matrix(weights: Float["V D"]) -> Float["V V"]:
 def nearest_neighbours(weights: Float["V D"], vocab: Vocab, word: str, k: int = 8) -> list[tuple[str, float]]:
     """The ``k`` words whose vectors have the highest cosine similarity with ``word``'s
     (the word itself and the special tokens excluded)."""
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a utils.text.Vocab, got {type(vocab).__name__}"
+                        + ("; the order is (weights, vocab, word)" if isinstance(word, Vocab) else ""))
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
     if word not in vocab:
         raise KeyError(f"{word!r} is not in the vocabulary (it maps to <unk>); try a more frequent word")
     if not 1 <= k <= weights.shape[0] - 5:

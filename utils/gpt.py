@@ -50,6 +50,9 @@ class CharTokenizer:
     """Character-level tokenizer: one id per distinct character of ``text``, in sorted order."""
 
     def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer's text must be a str (the text whose characters are the vocabulary), got "
+                            f"{type(text).__name__}" + ("; decode bytes first: text.decode('utf-8')" if isinstance(text, bytes) else ""))
         if not text:
             raise ValueError("CharTokenizer needs a non-empty text to build its vocabulary from")
         self.chars = sorted(set(text))
@@ -59,12 +62,19 @@ class CharTokenizer:
         return len(self.chars)
 
     def encode(self, s: str) -> list[int]:
+        if not isinstance(s, str):
+            raise TypeError(f"CharTokenizer.encode() takes a str, got {type(s).__name__}"
+                            + ("; these are bytes: decode them first, s.decode('utf-8')" if isinstance(s, (bytes, bytearray))
+                               else "; ids are turned back into text with decode()"))
         unknown = sorted(set(s) - self.stoi.keys())
         if unknown:
             raise ValueError(f"characters not in the vocabulary of {len(self)}: {unknown!r}")
         return [self.stoi[c] for c in s]
 
     def decode(self, ids) -> str:
+        if isinstance(ids, torch.Tensor) and ids.dim() > 1:
+            raise ValueError(f"CharTokenizer.decode() takes the ids of one text, 1-D, got ids of shape {tuple(ids.shape)}; "
+                             f"decode one row, e.g. tok.decode(ids[0]) (generate returns (B, T))")
         ids = int_ids(ids, "CharTokenizer.decode()")
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
@@ -85,7 +95,12 @@ def split_text(ids: Ids["N"], val_frac: float = 0.1, test_frac: float = 0.1) -> 
         raise ValueError(f"need 0 < val_frac, test_frac and val_frac + test_frac < 1, got {val_frac}, {test_frac}")
     n = len(ids)
     n_train, n_val = int(n * (1 - val_frac - test_frac)), int(n * val_frac)
-    return {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
+    parts = {"train": ids[:n_train], "val": ids[n_train:n_train + n_val], "test": ids[n_train + n_val:]}
+    empty = [k for k, part in parts.items() if len(part) == 0]
+    if empty:
+        raise ValueError(f"split_text: the {' and '.join(empty)} part of a text of {n} tokens would be empty "
+                         f"(val_frac={val_frac}, test_frac={test_frac}); give a longer text (ids) or larger fractions")
+    return parts
 
 
 def _batch_rules(data: torch.Tensor, block_size: int, batch_size: int, **_) -> None:
@@ -187,7 +202,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.d_model = cfg.d_model
+        self.d_model = checks.config(cfg, GPTConfig).d_model
         norm = _norm_factory(cfg)
         self.ln1 = norm()
         self.ln2 = norm() if cfg.feed_forward else None
@@ -248,7 +263,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, GPTConfig)
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         if cfg.pos == "learned":
             self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
@@ -372,7 +387,7 @@ def _check_temperature(temperature: object) -> float:
     return float(temperature)
 
 
-@contract
+@contract(neg_inf=("logits",))  # -inf: a token filtered out (top_k_filter)
 def sampling_distribution(logits: Float["... V"], temperature: float = 1.0, top_k: int | None = None) -> Float["... V"]:
     """Probabilities the sampler draws from: ``softmax(top_k(logits / temperature))`` over the last dim.
 
@@ -393,7 +408,7 @@ def sampling_distribution(logits: Float["... V"], temperature: float = 1.0, top_
     return F.softmax(logits, dim=-1)
 
 
-@contract
+@contract(neg_inf=("logits",))
 def top_k_filter(logits: Float["... V"], k: int) -> Float["... V"]:
     """Keep the ``k`` largest logits of each row, set the others to -inf."""
     k = checks.integer(k, "k", minimum=1, what="the logits kept")
@@ -454,12 +469,20 @@ def generate(model: GPT, idx: Ids["B T"], max_new_tokens: int, *, temperature: f
     return idx
 
 
-@contract(trust_callees=False)
+def _text_rules(model: GPT, data: torch.Tensor, batch_size: int, batches: int = 1, seed: int = 0,
+                block_size: int | None = None) -> None:
+    """The rules of :func:`estimate_loss` and :func:`text_loss`: whole numbers, and a text of the model's ids."""
+    checks.integer(batch_size, "batch_size", minimum=1), checks.integer(batches, "batches", minimum=1)
+    checks.integer(seed, "seed")
+    if block_size is not None:
+        checks.integer(block_size, "block_size", minimum=1)
+    check_ids(data, model.cfg.vocab_size, "data")
+
+
+@contract(trust_callees=False, rules=_text_rules)
 @torch.no_grad()
 def estimate_loss(model: GPT, data: Ids["N"], batch_size: int = 32, batches: int = 20, seed: int = 0) -> float:
     """Mean loss over ``batches`` fixed random windows of ``data`` (the same windows every call)."""
-    if batches < 1:
-        raise ValueError(f"batches must be >= 1, got {batches}")
     was_training = model.training
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -469,7 +492,7 @@ def estimate_loss(model: GPT, data: Ids["N"], batch_size: int = 32, batches: int
     return sum(losses) / len(losses)
 
 
-@contract(trust_callees=False)
+@contract(trust_callees=False, rules=_text_rules)
 @torch.no_grad()
 def text_loss(model: GPT, data: Ids["N"], batch_size: int = 256, block_size: int | None = None) -> float:
     """Mean loss over **every** position of ``data``, cut into non-overlapping windows of ``block_size``

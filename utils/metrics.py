@@ -86,6 +86,15 @@ def tokenized_bleu(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
 
 
 def _accuracy_rules(logits_or_pred, target, mask) -> None:
+    logits = logits_or_pred.dim() == target.dim() + 1
+    if logits_or_pred.is_floating_point():
+        checks.finite(logits_or_pred, "logits_or_pred", allow_neg_inf=True)
+    if logits and not logits_or_pred.is_floating_point():
+        raise TypeError(f"logits_or_pred of shape {tuple(logits_or_pred.shape)} has one dim more than target, so it "
+                        f"must be float logits (B, T, V), got dtype {logits_or_pred.dtype}; predicted ids are (B, T)")
+    if not logits and logits_or_pred.is_floating_point():
+        raise TypeError(f"logits_or_pred of shape {tuple(logits_or_pred.shape)}, the shape of target, must be predicted "
+                        f"ids (B, T), got dtype {logits_or_pred.dtype}; logits are (B, T, V): take .argmax(-1) or pass them whole")
     pred_shape = logits_or_pred.shape[:-1] if logits_or_pred.dim() == target.dim() + 1 else logits_or_pred.shape
     if pred_shape != target.shape:
         layout = (f"; logits_or_pred looks like cross_entropy's (B, V, T) layout: pass logits.transpose(1, 2)"
@@ -95,6 +104,11 @@ def _accuracy_rules(logits_or_pred, target, mask) -> None:
                   "length (or compare the unpadded sequences)" if pred_shape[:-1] == target.shape[:-1] else "")
         raise ValueError(f"logits_or_pred gives predictions of shape {tuple(pred_shape)} but target has shape "
                          f"{tuple(target.shape)}: predictions and targets must have the same shape (B, T){layout}")
+    if target.numel() and int(target.min()) < 0:
+        raise ValueError(f"target holds the id {int(target.min())}; ids are >= 0 (leave positions out with mask=, "
+                         f"not with -1 or -100)")
+    if logits and target.numel():
+        checks.vocab_ids(target, logits_or_pred.shape[-1], "target")
     if mask is not None:
         if mask.shape != target.shape:
             raise ValueError(f"mask must be bool of shape {tuple(target.shape)}, got {mask.dtype} {tuple(mask.shape)}")
@@ -103,7 +117,7 @@ def _accuracy_rules(logits_or_pred, target, mask) -> None:
                              "mask here is True at the positions that count: pass target != pad, or ~mask")
 
 
-@checks.contract(rules=_accuracy_rules)
+@checks.contract(rules=_accuracy_rules, neg_inf=("logits_or_pred",))
 def token_accuracy(logits_or_pred: checks.Tensor["B T ..."], target: checks.Ids["B T"],
                    mask: checks.Bool["B T"] | None = None) -> float:
     """Fraction of positions where the prediction equals the target.

@@ -118,6 +118,11 @@ def plot_loss(history: History, ax: plt.Axes | None = None, window: int = 20, la
     Each mean is drawn at the middle of the steps it averages (a mean of steps 1..20 at step 10.5), so the
     smoothed curve does not lag behind the raw one; it ends half a window before the last step. The raw and
     smoothed curves of one history share a colour, so several labelled histories can share ``ax``."""
+    if not isinstance(history, History):
+        raise TypeError(f"history must be a utils.training.History, as fit returns, got {type(history).__name__}"
+                        + ("; for a list of losses: plot_loss(History(train_loss=losses))" if isinstance(history, (list, tuple))
+                           else "; build one: History(train_loss=..., val_loss=..., val_step=...)" if isinstance(history, dict)
+                           else ""))
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     steps = np.arange(1, len(history.train_loss) + 1)

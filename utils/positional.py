@@ -24,6 +24,7 @@ __all__ = ["sinusoidal_encoding", "offset_matrix", "SinusoidalPositionalEncoding
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
     """ω_i = 1 / base^(2i/d_model) for i = 0 .. ceil(d_model/2) - 1, in float64."""
+    base = checks.number(base, "base", above=1.0, what="the wavelengths grow up to 2π·base; the paper's is 10000")
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
     return base ** (-two_i / d_model)
 
@@ -34,10 +35,8 @@ def sinusoidal_encoding(max_len: int, d_model: int, offset: int = 0, base: float
     Even dimensions 2i hold sin(pos·ω_i), odd dimensions 2i+1 hold cos(pos·ω_i), with
     ω_i = 1 / 10000^(2i/d_model). Computed in float64, returned as ``dtype``.
     """
-    if max_len < 1 or d_model < 1:
-        raise ValueError(f"need max_len >= 1 and d_model >= 1, got max_len={max_len}, d_model={d_model}")
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset}")
+    max_len, d_model = checks.sizes(max_len=max_len, d_model=d_model)
+    offset = checks.integer(offset, "offset", minimum=0, what="the position of the first row")
     pos = torch.arange(offset, offset + max_len, dtype=torch.float64)[:, None]  # (T, 1)
     angles = pos * _frequencies(d_model, base)[None, :]  # (T, ceil(D/2))
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
@@ -52,6 +51,8 @@ def offset_matrix(k: int, d_model: int, base: float = 10000.0, dtype: torch.dtyp
     Block diagonal: the (sin, cos) pair of frequency ω is rotated by the angle k·ω,
     [[cos kω, sin kω], [-sin kω, cos kω]]; it depends on k, not on pos. ``d_model`` must be even.
     """
+    k = checks.integer(k, "k", what="the offset in positions")
+    (d_model,) = checks.sizes(d_model=d_model)
     if d_model % 2:
         raise ValueError(f"offset_matrix needs an even d_model (sin/cos pairs), got {d_model}")
     M = torch.zeros(d_model, d_model, dtype=torch.float64)

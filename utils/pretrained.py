@@ -160,7 +160,9 @@ def load_pretrained(name: str, device: torch.device | str = "cpu") -> Pretrained
     model.to(device).eval()
     info = {"weights": "float16", **meta, "bleu": entry["bleu"], "files": entry["files"]}
     info.pop("src_vocab"), info.pop("tgt_vocab")
-    return Pretrained(name, model, Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"]), info)
+    src_vocab, tgt_vocab = Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"])
+    checks.bind_vocab(model, (src_vocab, tgt_vocab))  # the model carries its vocabularies' fingerprint
+    return Pretrained(name, model, src_vocab, tgt_vocab, info)
 
 
 def _check_described(path: Path, stored: dict[str, torch.Tensor], meta: dict) -> None:

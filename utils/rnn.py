@@ -50,7 +50,11 @@ def _check_ids_mask(ids: torch.Tensor, mask: torch.Tensor, name: str) -> torch.T
     return lengths
 
 
-def _source_rules(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor, vocab_size: int) -> None:
+def _source_rules(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor, vocab_size: int,
+                  decoding: bool = False) -> None:
+    if src.shape[0] == 0 and not decoding:
+        raise ValueError("src holds no sentence (B=0): the encoder has nothing to read; greedy_decode and beam_search "
+                         "decode an empty batch to []")
     _check_ids_mask(src, src_mask, "src")
     check_ids(src, vocab_size, "src")
 
@@ -201,7 +205,7 @@ def _softmax_rules(scores, mask, check_convention) -> None:
                         build="src != pad (pad_sequences' mask, True at real tokens)")
 
 
-@contract(rules=_softmax_rules)
+@contract(rules=_softmax_rules, neg_inf=("scores",))
 def masked_softmax(scores: Float["... S"], mask: Bool["... S"], *, check_convention: bool = True) -> Float["... S"]:
     """Softmax over the last dim counting only positions where ``mask`` is True;
     the weights at masked positions are exactly 0, and a row with no True position
@@ -385,14 +389,15 @@ def _max_lens(src_len: torch.Tensor, max_len: int | None) -> list[int]:
 
 
 def _check_decode_args(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, max_len: int | None,
-                       bos_id: int, beam_size: int = 1, **_) -> None:
+                       bos_id: int, beam_size: int = 1, alpha: float = 1.0, **_) -> None:
     """Clear errors for the arguments shared by :func:`greedy_decode` and :func:`beam_search`."""
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a utils.rnn.Seq2Seq, got {type(model).__name__}"
                         + ("; for the Transformer use utils.transformer's greedy_decode and beam_search"
                            if hasattr(model, "cfg") else ""))
     checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
-    _source_rules(model, src, src_mask, model.encoder.embed.num_embeddings)
+    checks.number(alpha, "alpha", at_least=0.0, what="the length normalisation's exponent: 0 = none, 1 = per token")
+    _source_rules(model, src, src_mask, model.encoder.embed.num_embeddings, decoding=True)
     if max_len is not None:
         checks.integer(max_len, "max_len", what="the most tokens to generate")
     if max_len is not None and max_len < 1:

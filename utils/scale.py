@@ -39,7 +39,7 @@ __all__ = ["online_softmax_update", "block_attention", "repeat_kv", "GroupedQuer
            "peak_memory", "influence_by_distance"]
 
 
-@contract
+@contract(neg_inf=("m", "scores"))  # -inf: no key seen yet, a masked score
 def online_softmax_update(m: Float["... Tq 1"], l: Float["... Tq 1"], acc: Float["... Tq d_v"], scores: Float["... Tq b"],
                           v: Float["... b d_v"]) -> tuple[Float["... Tq 1"], Float["... Tq 1"], Float["... Tq d_v"]]:
     """Fold one block of keys into the running state of a softmax-weighted sum.
@@ -62,7 +62,7 @@ def _block_rules(q, k, mask, block_size, is_causal, **_) -> None:
         raise ValueError(f"is_causal needs Tq <= Tk (the queries are the last Tq positions), got Tq={q.shape[-2]}, "
                          f"Tk={k.shape[-2]}")
     if mask is not None:
-        check_mask(mask, torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]), device=q.device)
+        check_mask(mask, checks.broadcast(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2]), device=q.device)
 
 
 @contract(rules=_block_rules)
@@ -97,6 +97,7 @@ def block_attention(q: Float["... Tq d_k"], k: Float["... Tk d_k"], v: Float["..
 
 
 def _repeat_rules(x, n_rep) -> None:
+    n_rep = checks.integer(n_rep, "n_rep", what="query heads per key/value head")
     if n_rep < 1:
         raise ValueError(f"n_rep must be >= 1, got {n_rep}")
 
@@ -111,10 +112,8 @@ def repeat_kv(x: Tensor["B H_kv T d_k"], n_rep: int) -> Tensor["B H T d_k"]:
 def kv_cache_bytes_per_token(n_layer: int, num_kv_heads: int, d_k: int, bytes_per_value: int = 2) -> int:
     """Bytes a key/value cache grows by per generated token: keys and values (2) for every layer and
     key/value head, ``d_k`` numbers each (2 bytes in float16/bfloat16, 4 in float32)."""
-    for name, x in (("n_layer", n_layer), ("num_kv_heads", num_kv_heads), ("d_k", d_k),
-                    ("bytes_per_value", bytes_per_value)):
-        if x < 1:
-            raise ValueError(f"{name} must be >= 1, got {x}")
+    n_layer, num_kv_heads, d_k, bytes_per_value = checks.sizes(n_layer=n_layer, num_kv_heads=num_kv_heads, d_k=d_k,
+                                                              bytes_per_value=bytes_per_value)
     return 2 * n_layer * num_kv_heads * d_k * bytes_per_value
 
 
@@ -124,6 +123,7 @@ def rope_angles(positions: Ids["T"], d_k: int, base: float = 10000.0) -> tuple[F
     (2i, 2i + 1) by the angle p · base^(-2i / d_k), the frequencies of the sinusoidal encoding."""
     if d_k < 2 or d_k % 2:
         raise ValueError(f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}")
+    base = checks.number(base, "base", above=1.0, what="the slowest pair turns by p · base^(-(d_k-2)/d_k); RoPE's is 10000")
     inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float32, device=positions.device) / d_k)  # (d_k/2,)
     angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, d_k/2)
     return angles.cos(), angles.sin()
@@ -222,6 +222,7 @@ class RMSNorm(nn.Module):
 def swiglu_hidden(d_model: int, multiple_of: int = 16) -> int:
     """Hidden size of a SwiGLU layer with as many weights as a 4·d GELU MLP: 3·d·h ≈ 8·d², so h ≈ 8d/3,
     rounded up to a multiple of ``multiple_of`` (LLaMA's rule)."""
+    d_model, multiple_of = checks.sizes(d_model=d_model, multiple_of=multiple_of)
     h = int(8 * d_model / 3)
     return multiple_of * math.ceil(h / multiple_of)
 

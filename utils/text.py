@@ -195,8 +195,12 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int |
     with True at real tokens. ``max_len`` truncates longer sequences. The ids must be
     integers (a float id raises a TypeError rather than being truncated).
     """
+    if isinstance(seqs, (str, bytes)):
+        raise TypeError(f"seqs must be a list of id sequences, got a {type(seqs).__name__}; encode the text first, e.g. "
+                        f"pad_sequences([vocab.encode(tokenize(s)) for s in sentences])")
     if len(seqs) == 0:
         raise ValueError("pad_sequences() got no sequences")
+    pad_id = checks.integer(pad_id, "pad_id", minimum=0, what="the id that fills the rows' ends")
     if max_len is not None:
         max_len = checks.integer(max_len, "max_len", minimum=1, what="the longest sequence kept")
     lengths = [len(s) if max_len is None else min(len(s), max_len) for s in seqs]
@@ -217,7 +221,12 @@ def padding_mask(ids: checks.Ids["B T"], pad_id: int = 0) -> checks.Bool["B T"]:
     return ids != checks.integer(pad_id, "pad_id")
 
 
-@checks.contract
+def _mean_rules(x: torch.Tensor, mask: torch.Tensor) -> None:
+    """x is finite at the real positions; the padding may hold anything, even NaN (it never contributes)."""
+    checks.finite(x.masked_fill(~mask[..., None], 0.0), "x", "(B, T, D) at its real positions (mask True)")
+
+
+@checks.contract(rules=_mean_rules, any_value=("x",))
 def masked_mean(x: checks.Float["B T D"], mask: checks.Bool["B T"]) -> checks.Float["B D"]:
     """Mean of ``x`` (B, T, D) over the real positions of each row: ``mask`` (B, T)
     bool, True at real tokens. Pads never contribute, whatever values they hold.
@@ -229,9 +238,9 @@ def masked_mean(x: checks.Float["B T D"], mask: checks.Bool["B T"]) -> checks.Fl
     with padding (the first words of a sentence), end with it, or are all padding (a one-word
     sentence), so no pattern of True and False is impossible, and the ids are not passed. Build the
     mask as ``ids != pad`` (or take :func:`pad_sequences`' mask), as :class:`utils.embeddings.CBOW` does."""
-    m = mask.unsqueeze(-1).to(x.dtype)                     # (B, T, 1)
-    total = (x * m).sum(1)                                  # (B, D)
-    count = m.sum(1).clamp(min=1)                           # (B, 1)
+    m = mask.unsqueeze(-1)                                  # (B, T, 1)
+    total = x.masked_fill(~m, 0.0).sum(1)                   # (B, D); a NaN in the padding never meets a 0 · NaN
+    count = m.sum(1).clamp(min=1).to(x.dtype)               # (B, 1)
     return total / count
 
 

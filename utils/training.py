@@ -135,6 +135,33 @@ class History:
         return np.concatenate([np.cumsum(x[: window - 1]) / np.arange(1, window), out])
 
 
+def _loader_and_loss(loader: object, loss_fn: object, name: str) -> None:
+    """A TypeError naming the argument when the loader and the loss function are swapped (or either is missing)."""
+    if callable(loader) and not hasattr(loader, "__iter__") and hasattr(loss_fn, "__iter__"):
+        raise TypeError(f"{name} is a function and loss_fn is a {type(loss_fn).__name__}: they are swapped; the order is "
+                        f"(model, {'loss_fn, train_loader' if name == 'train_loader' else 'loader, loss_fn'}, ...)")
+    if not hasattr(loader, "__iter__"):
+        raise TypeError(f"{name} must be an iterable of batches (a DataLoader, a list), got {type(loader).__name__}")
+
+
+def _scheduler_for(optimizer: torch.optim.Optimizer, scheduler: object) -> None:
+    """The rules for ``fit``'s scheduler: one that steps once per optimiser step, on this optimiser."""
+    if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+        raise TypeError("scheduler is a ReduceLROnPlateau, which steps on a validation metric (scheduler.step(val_loss)) "
+                        "and fit calls scheduler.step() after every optimiser step; call fit one epoch at a time and "
+                        "step it yourself: scheduler.step(history.val_loss[-1])")
+    if not hasattr(scheduler, "step") or not hasattr(scheduler, "optimizer"):
+        raise TypeError(f"scheduler must be a learning-rate scheduler (torch.optim.lr_scheduler, with .step()), got "
+                        f"{type(scheduler).__name__}" + ("; a factor function such as warmup_decay's goes into "
+                                                          "torch.optim.lr_scheduler.LambdaLR(optimizer, factor)"
+                                                          if callable(scheduler) else ""))
+    if scheduler.optimizer is not optimizer:
+        raise ValueError("scheduler drives another optimizer than the one given to fit (a cell that built the optimizer "
+                         "was run again, the scheduler's was not): it would set the other one's learning rate and this "
+                         "one would train at its initial rate; build the scheduler again on this optimizer, e.g. "
+                         "warmup_scheduler(optimizer, ...)")
+
+
 def _check_loss(loss: Any) -> torch.Tensor:
     """``loss`` if it is a one-number tensor, else a clear error (not PyTorch's)."""
     if not isinstance(loss, torch.Tensor):
@@ -148,6 +175,7 @@ def _check_loss(loss: Any) -> torch.Tensor:
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: Iterable, loss_fn: Callable, device: torch.device | str | None = None) -> float:
     """Mean of ``loss_fn(model, batch)`` over ``loader``, in eval mode, without gradients."""
+    _loader_and_loss(loader, loss_fn, "loader")
     device = device or next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -196,10 +224,12 @@ def fit(
     if not isinstance(model, nn.Module):
         raise TypeError(f"fit's model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, got {type(loss_fn).__name__}")
+        raise TypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, got {type(loss_fn).__name__}"
+                        + ("; train_loader and loss_fn are swapped: the order is (model, loss_fn, train_loader, optimizer)"
+                           if callable(train_loader) else ""))
     checks.optimizer_for(model, optimizer)
-    if scheduler is not None and not hasattr(scheduler, "step"):
-        raise TypeError(f"scheduler must be a learning-rate scheduler (with .step()), got {type(scheduler).__name__}")
+    if scheduler is not None:
+        _scheduler_for(optimizer, scheduler)
     epochs = checks.integer(epochs, "epochs", minimum=1)
     if max_steps is not None:
         max_steps = checks.integer(max_steps, "max_steps")
@@ -370,21 +400,29 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     model's sizes as ``config=...`` and :func:`load_checkpoint` checks them.
 
     The file describes itself: it stores the SHA-256 of the weights (damaged bytes are named on load)
-    and, with ``vocab`` (a ``Vocab``, a ``CharTokenizer`` or a list of tokens; stored as
-    ``extra["vocab"]``, a list), the vocabulary's fingerprint, which ``load_checkpoint(..., vocab=...)``
-    compares with the vocabulary given there."""
+    and the vocabulary's fingerprint: ``vocab`` (a ``Vocab``, a ``CharTokenizer``, a list of tokens or a
+    ``(src_vocab, tgt_vocab)`` pair; stored as ``extra["vocab"]``, a list), or by default the one the model
+    carries (from an earlier ``save_checkpoint(..., vocab=...)``, ``load_checkpoint`` or ``load_pretrained``).
+    ``load_checkpoint`` gives it back to the model, and wherever a vocabulary meets the model it is compared
+    (``load_checkpoint(..., vocab=...)``, ``translate_sentence``, ``plot_next_char``). A ``torch.compile``d
+    model is saved as the plain model (its weights load into either)."""
+    _path_and_model(path, model, "save_checkpoint")
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"save_checkpoint: {path} is a folder; give a file path, e.g. {path / 'model.pt'}")
+    plain = getattr(model, "_orig_mod", model)  # torch.compile(model) wraps it: save the plain model's weights
     if vocab is not None:
         extra["vocab"] = checks.vocab_tokens(vocab)
+        checks.bind_vocab(plain, vocab)
+    elif getattr(plain, "vocab_fingerprint", None) is not None and getattr(plain, "vocab_tokens", None) is not None:
+        extra.setdefault("vocab", plain.vocab_tokens)  # the model's own, from load_checkpoint or an earlier save
     for key, value in extra.items():
         _check_plain(value, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    weights = model.state_dict()
+    weights = plain.state_dict()
     integrity = {"sha256": checks.content_sha256(weights)}
-    if vocab is not None:
-        integrity["vocab"] = checks.vocab_fingerprint(extra["vocab"])
+    if getattr(plain, "vocab_fingerprint", None) is not None:
+        integrity["vocab"] = plain.vocab_fingerprint
     state = {"model": weights, "extra": extra, "integrity": integrity}
     if optimizer is not None:
         state["optimizer"] = optimizer.state_dict()
@@ -421,6 +459,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     rates excepted: they do not change what the weights compute). Raises
     :class:`CheckpointError` (naming the file) for a file that is truncated, empty, not a
     checkpoint, of another model, or without the optimizer state asked for."""
+    _path_and_model(path, model, "load_checkpoint")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
@@ -446,6 +485,10 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
         raise CheckpointError(f"{path} is not {_WRITTEN_BY} (a dict with a 'model' entry): it holds {what}")
     extra = state.get("extra", {})
     integrity = state.get("integrity") or {}
+    compiled = getattr(model, "_orig_mod", None)
+    model = compiled if isinstance(compiled, nn.Module) else model  # torch.compile(model): load into the plain model
+    if optimizer is not None:
+        checks.optimizer_for(model, optimizer)
     if "sha256" in integrity and checks.content_sha256(state["model"]) != integrity["sha256"]:
         raise CheckpointError(f"{path} ({path.stat().st_size:,} bytes) is damaged: its weights do not match the SHA-256 "
                               f"stored when it was saved (bytes changed by a bad copy, download or disk); copy it "
@@ -465,17 +508,39 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
         if diff:
             raise CheckpointError(f"{path} was saved from a model with another config ({'; '.join(diff)}); build the "
                                   f"model with the config saved in the file, or load another file")
+    weights = state["model"]
+    if weights and all(k.startswith("_orig_mod.") for k in weights):  # saved from torch.compile(model) before issue 51
+        weights = {k.removeprefix("_orig_mod."): v for k, v in weights.items()}
     try:
-        model.load_state_dict(state["model"])
+        model.load_state_dict(weights)
     except RuntimeError as e:
         raise CheckpointError(f"the weights in {path} do not fit this model ({type(model).__name__}): {e}") from None
     if optimizer is not None:
         if "optimizer" not in state:
             raise CheckpointError(f"{path} holds no optimizer state; save it with save_checkpoint(..., optimizer=...)")
         optimizer.load_state_dict(state["optimizer"])
+    if "vocab" in integrity:  # the model carries its vocabulary's fingerprint from now on
+        checks.bind_vocab(model, integrity["vocab"], extra.get("vocab"))
     return extra
 
 
+def _path_and_model(path: object, model: object, where: str) -> None:
+    """A TypeError naming ``path`` or ``model`` when they are swapped, or not a path and a module."""
+    if isinstance(path, nn.Module):
+        raise TypeError(f"{where}(path, model, ...): path is a {type(path).__name__} (a model) and model a "
+                        f"{type(model).__name__}: the path comes first, {where}('runs/model.pt', model)")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or a pathlib.Path, got {type(path).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{where}: model must be a torch.nn.Module, got {type(model).__name__}")
+
+
 def perplexity(loss: float) -> float:
-    """exp(mean cross-entropy), capped to avoid overflow."""
+    """exp(mean cross-entropy), capped to avoid overflow. ``loss`` is one number (a float, or a one-element
+    tensor such as a loss function returns); the mean of several losses is the caller's choice."""
+    if isinstance(loss, (list, tuple)) or isinstance(loss, torch.Tensor) and loss.numel() != 1:
+        n = len(loss) if isinstance(loss, (list, tuple)) else loss.numel()
+        raise TypeError(f"loss must be one number, the mean cross-entropy, got a {type(loss).__name__} of {n} values; "
+                        f"average them first, e.g. perplexity(sum(losses) / len(losses)), or take history.val_loss[-1]")
+    loss = checks.number(loss, "loss", at_least=0.0, what="a mean cross-entropy in nats")
     return math.exp(min(loss, 50.0))

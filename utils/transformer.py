@@ -179,9 +179,12 @@ class DecoderLayer(nn.Module):
 
     def _rules(self, x, memory, tgt_mask, src_mask, cache) -> None:
         seen = cache["self_k"].shape[2] if cache and "self_k" in cache else 0
-        if tgt_mask is not None:
-            check_mask(tgt_mask, (x.shape[0], self.num_heads, x.shape[1], seen + x.shape[1]), "tgt_mask", x.device)
-        _source_mask(self.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)
+        try:
+            if tgt_mask is not None:
+                check_mask(tgt_mask, (x.shape[0], self.num_heads, x.shape[1], seen + x.shape[1]), "tgt_mask", x.device)
+            _source_mask(self.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)
+        except ValueError as e:
+            raise ValueError(f"{e} ({_MASK_SIDES})") from None
 
     @contract(rules=_rules)
     def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], tgt_mask: Tensor["..."] | None = None,
@@ -202,6 +205,7 @@ class Encoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        checks.config(cfg, TransformerConfig)
         self.layers = nn.ModuleList(
             EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_encoder_layers)
         )
@@ -221,14 +225,15 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        checks.config(cfg, TransformerConfig)
         self.layers = nn.ModuleList(
             DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.pre_norm) for _ in range(cfg.num_decoder_layers)
         )
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
         self.cfg = cfg
 
-    @contract(rules=lambda self, x, memory, src_mask, cache, offset: _source_mask(
-        self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device))
+    @contract(rules=lambda self, x, memory, src_mask, cache, offset: (checks.integer(offset, "offset", minimum=0), _sides(
+        _source_mask, self.cfg.num_heads, x.shape[0], x.shape[1], memory.shape[1], src_mask, x.device)))
     def forward(self, x: Float["B T d_model"], memory: Float["B S d_model"], src_mask: Tensor["..."] | None = None,
                 cache: Cache | None = None, offset: int = 0) -> Float["B T d_model"]:
         """x (B, T, D) holds target positions offset .. offset+T-1; each may attend to every earlier one."""
@@ -247,6 +252,18 @@ def _reset_parameters(model: nn.Module, d_model: int) -> None:
         nn.init.normal_(m.weight, std=d_model ** -0.5)
 
 
+_MASK_SIDES = ("tgt_mask's queries and keys are x's T positions, src_mask's queries x's T and its keys memory's S: "
+               "x (B, T, d_model) and memory (B, S, d_model) in that order")
+
+
+def _sides(rule, *args) -> None:
+    """``rule(*args)``, its ValueError saying which sizes a decoder's masks take from x and from memory."""
+    try:
+        rule(*args)
+    except ValueError as e:
+        raise ValueError(f"{e} ({_MASK_SIDES})") from None
+
+
 def _source_mask(num_heads: int, B: int, T: int, S: int, src_mask: torch.Tensor | None, device) -> None:
     """The mask rule for a source mask given by the caller: (B, H, T, S) scores, True = may attend."""
     if src_mask is not None:
@@ -256,7 +273,7 @@ def _source_mask(num_heads: int, B: int, T: int, S: int, src_mask: torch.Tensor 
 def _check_source(model: nn.Module, src: torch.Tensor, name: str = "src") -> None:
     """The value rules for source ids at a door: inside the vocabulary, right-padded, inside max_len."""
     cfg = model.cfg
-    check_ids(src, cfg.src_vocab, "source ids")
+    check_ids(src, cfg.src_vocab, f"{name}, the source ids")
     checks.right_padded(src, cfg.pad_id, name)
     checks.positions(name, src.shape[1], 0, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
 
@@ -264,7 +281,7 @@ def _check_source(model: nn.Module, src: torch.Tensor, name: str = "src") -> Non
 def _check_target(model: nn.Module, tgt: torch.Tensor, name: str, offset: int = 0) -> None:
     """The value rules for target ids at a door: inside the vocabulary, inside max_len from ``offset``."""
     cfg = model.cfg
-    check_ids(tgt, cfg.tgt_vocab, "target ids")
+    check_ids(tgt, cfg.tgt_vocab, f"{name}, the target ids")
     checks.positions(name, tgt.shape[1], offset, cfg.max_len, f"TransformerConfig(max_len={cfg.max_len})")
 
 
@@ -273,7 +290,7 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, TransformerConfig)
         self.src_embed = nn.Embedding(cfg.src_vocab, cfg.d_model)
         self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab, cfg.d_model)
         self.pos = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
@@ -359,7 +376,7 @@ class EncoderTagger(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg = checks.config(cfg, TransformerConfig)
         self.src_embed = nn.Embedding(cfg.src_vocab, cfg.d_model)
         self.pos = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
         self.dropout = nn.Dropout(cfg.dropout)
@@ -395,9 +412,10 @@ def _check_model(model: object) -> None:
 
 
 def _check_decode_args(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
-                       beam_size: int = 1, **_) -> None:
+                       beam_size: int = 1, length_penalty: float = 0.6, **_) -> None:
     """The rules for the arguments of :func:`greedy_decode` and :func:`beam_search`, at their door."""
     checks.integer(beam_size, "beam_size", minimum=1, what="the hypotheses kept at every step")
+    checks.number(length_penalty, "length_penalty", at_least=0.0, what="GNMT's alpha: 0 = none, 0.6 usual")
     _check_model(model)
     _check_max_len(model, max_len)
     checks.integer(bos_id, "bos_id"), checks.integer(eos_id, "eos_id")
@@ -579,6 +597,7 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
     if method == "beam":   # greedy ignores it (a recipe passes 0 for "no beam search")
         checks.integer(beam_size, "beam_size", minimum=1)
+        checks.number(length_penalty, "length_penalty", at_least=0.0, what="GNMT's alpha: 0 = none, 0.6 usual")
     if max_len is not None:
         _check_max_len(model, max_len)
 
@@ -589,6 +608,7 @@ def make_decode_fn(model: Transformer, method: str = "greedy", beam_size: int = 
             return greedy_decode(model, src, n, bos_id, eos_id)
         return beam_search(model, src, beam_size, n, bos_id, eos_id, length_penalty)
 
+    decode.model = model  # (utils.translation.translate compares the data's vocabularies with the model's)
     return decode
 
 

@@ -135,6 +135,7 @@ def prepare_translation(
                              f"use a larger value (most sentences have 8 to 20 tokens) or None")
     if vocabs is not None:
         src_vocab, tgt_vocab = vocabs
+        _vocab_sides(tokens["train"], src_vocab, tgt_vocab)
     else:
         src_vocab = Vocab.build((s for s, _ in tokens["train"]), min_freq=min_freq)
         tgt_vocab = Vocab.build((t for _, t in tokens["train"]), min_freq=min_freq)
@@ -148,6 +149,21 @@ def prepare_translation(
     config = dict(src=src, tgt=tgt, min_freq=min_freq, max_train_len=max_train_len,
                   train_subset=train_subset, max_eval_len=max_eval_len, seed=seed)
     return TranslationData(src, tgt, src_vocab, tgt_vocab, datasets, pairs, tokens, config)
+
+
+def _vocab_sides(pairs: Sequence[tuple[list[str], list[str]]], src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    """A ValueError naming ``vocabs`` when the given (src_vocab, tgt_vocab) read the source words worse than the
+    target vocabulary does and the target words worse than the source one: the two are swapped."""
+    def unknown(vocab: Vocab, side: int) -> float:
+        words = [w for p in pairs[:2000] for w in p[side]]
+        return sum(w not in vocab for w in words) / max(1, len(words))
+
+    src_here, src_there = unknown(src_vocab, 0), unknown(tgt_vocab, 0)
+    tgt_here, tgt_there = unknown(tgt_vocab, 1), unknown(src_vocab, 1)
+    if src_here > 0.5 and tgt_here > 0.5 and src_there < src_here / 2 and tgt_there < tgt_here / 2:
+        raise ValueError(f"vocabs=(src_vocab, tgt_vocab) looks swapped: {src_here:.0%} of the source words are unknown "
+                         f"to vocabs[0] but {src_there:.0%} to vocabs[1], and {tgt_here:.0%} of the target words to "
+                         f"vocabs[1] but {tgt_there:.0%} to vocabs[0]; pass (src_vocab, tgt_vocab) in that order")
 
 
 class LengthBucketSampler(Sampler[list[int]]):
@@ -222,6 +238,8 @@ def translate(decode_fn: DecodeFn, data: TranslationData, split: str = "test", b
         raise TypeError(f"data must be the TranslationData of prepare_translation(...), got {type(data).__name__}")
     if split not in data.datasets:
         raise ValueError(f"unknown split {split!r}; choose one of {list(data.datasets)}")
+    if getattr(decode_fn, "model", None) is not None:  # make_decode_fn's: the model may carry its vocabularies
+        checks.model_vocab(decode_fn.model, (data.src_vocab, data.tgt_vocab), "data (data.src_vocab, data.tgt_vocab)")
     from .training import to_device
 
     ds = data.datasets[split]

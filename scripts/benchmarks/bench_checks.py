@@ -25,6 +25,13 @@ comes and goes on the machine falls on both. It prints the median ms per step of
 after / before of every benchmark:
 
     python scripts/benchmarks/bench_checks.py --against ae02812 [--rounds 21] [--steps 10] [--device cpu]
+
+Issue 51 (a public switch): ``--switch`` times the same steps and calls in one process with the doors' checks on
+and off (``with utils.checks.checks_off():``), interleaved round by round (the order alternates), and prints the
+cost table: the median time per call of each, what the checks add per call, and as a share of the call. Timings
+are printed, never asserted:
+
+    python scripts/benchmarks/bench_checks.py --switch [--rounds 21] [--steps 10] [--threads 1] [--device cpu]
 """
 
 from __future__ import annotations
@@ -199,6 +206,51 @@ def _interleaved(rev: str, rounds: int, steps: int, dev: str, threads: int) -> N
               f"(per-round ratios: median {statistics.median(pairs):.4f}, {pairs[len(pairs) // 4]:.4f}..{pairs[3 * len(pairs) // 4]:.4f})")
 
 
+def _switch(rounds: int, steps: int, dev: str, threads: int) -> None:
+    """Checks on and off in one process, interleaved: the cost table of issue 51."""
+    from utils.checks import checks_off
+
+    torch.set_num_threads(threads)
+    calls = _notebook_steps(dev)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(8, 4, 16, 32, generator=g).to(dev) for _ in range(3))
+    causal = causal_mask(16, device=dev)[None, None]
+    small = MultiHeadAttention(16, 2).to(dev)
+    xs = torch.randn(2, 5, 16, generator=g).to(dev)
+    calls["scaled_dot_product_attention (8, 4, 16, 32), causal"] = lambda: scaled_dot_product_attention(q, k, v, causal)
+    calls["MultiHeadAttention, tiny (2, 5, 16)"] = lambda: small(xs, xs, xs)
+    for fn in calls.values():  # warm up, both ways
+        for _ in range(3):
+            fn()
+            with checks_off():
+                fn()
+    ms = {(name, side): [] for name in calls for side in ("on", "off")}
+    for r in range(rounds):
+        for name, fn in calls.items():
+            n = steps if "step" in name else steps * 20  # the calls: more of them, to time microseconds
+            for side in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                if side == "off":
+                    with checks_off():
+                        for _ in range(n):
+                            fn()
+                else:
+                    for _ in range(n):
+                        fn()
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                ms[name, side].append((time.perf_counter() - t0) / n * 1e3)
+    print(f"the doors' checks on and off (utils.checks.checks_off), interleaved: {rounds} rounds, {threads} thread(s), "
+          f"{dev}; median time per call")
+    print(f"| {'call':<46} | checks on | checks off | the checks add | share |")
+    print(f"|{'-' * 48}|-----------|------------|----------------|-------|")
+    for name in calls:
+        on, off = statistics.median(ms[name, "on"]), statistics.median(ms[name, "off"])
+        print(f"| {name:<46} | {on:6.3f} ms | {off:7.3f} ms | {1e3 * (on - off):+10.1f} µs | {100 * (on - off) / off:+5.1f} % |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=15)
@@ -207,10 +259,13 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--against", metavar="REV", help="interleave notebook 08's and 09's training steps with utils at REV")
     p.add_argument("--rounds", type=int, default=21)
+    p.add_argument("--switch", action="store_true", help="checks on vs off (utils.checks.checks_off), interleaved")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return _worker(args.device, args.threads)
+    if args.switch:
+        return _switch(args.rounds, args.steps if args.steps != 15 else 10, args.device, args.threads)
     if args.against:
         return _interleaved(args.against, args.rounds, args.steps if args.steps != 15 else 10, args.device, args.threads)
     torch.set_num_threads(args.threads)

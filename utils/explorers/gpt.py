@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from utils import checks
 from utils.gpt import GPT, CharTokenizer, generate, sampling_distribution, show_char
 
 __all__ = ["next_char_probabilities", "plot_next_char"]
@@ -15,6 +16,7 @@ __all__ = ["next_char_probabilities", "plot_next_char"]
 def next_char_probabilities(model: GPT, tok: CharTokenizer, prompt: str, temperature: float = 1.0,
                             top_k: int | None = None) -> torch.Tensor:
     """(V,) the distribution the sampler draws the character after ``prompt`` from."""
+    checks.model_vocab(model, tok, "tok")  # a model saved with its tokenizer meets another text's
     if not prompt:
         raise ValueError("prompt must hold at least one character")
     model.eval()
@@ -29,6 +31,7 @@ def plot_next_char(model: GPT, tok: CharTokenizer, prompt: str = "ROMEO:\nBut so
     (``top_k`` 0 = no top-k filter). Right: a continuation of ``length`` characters sampled
     with the same settings and ``seed``."""
     k = top_k or None
+    checks.model_vocab(model, tok, "tok")
     probs = next_char_probabilities(model, tok, prompt, temperature, k)
     top = torch.topk(probs, min(show, len(probs)))
     device = next(model.parameters()).device

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from utils import checks
 from utils.plotting import plot_attention
 from utils.text import Vocab, tokenize
 from utils.transformer import EncoderLayer, Transformer, attention_maps, beam_search, greedy_decode
@@ -71,6 +72,7 @@ def translate_sentence(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, s
     of the teacher-forced pass over <bos> + output}``."""
     if method not in ("greedy", "beam"):
         raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+    checks.model_vocab(model, (src_vocab, tgt_vocab), "src_vocab and tgt_vocab")  # those it was saved with
     words = tokenize(sentence)
     if not words:
         raise ValueError("the sentence has no words to translate")
