@@ -48,6 +48,8 @@ def memory_limit() -> int:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
     except (ValueError, OSError, AttributeError):
         return 16 * 2**30
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
