@@ -9,7 +9,12 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(_REPO))
-from scripts.editions.nbgrader_course import RELEASE_PREPROCESSORS, ExerciseSectionExecute, ReviewRules  # noqa: E402
+from scripts.editions.nbgrader_course import (  # noqa: E402
+    RELEASE_PREPROCESSORS,
+    ExerciseSectionExecute,
+    ReviewRules,
+    WaitingCsvExport,
+)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
@@ -42,6 +47,10 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
+
+# `nbgrader export`: grades.csv with a points_waiting column (the points of cells marked "needs manual grade",
+# which count 0 in score until an instructor grades them in the formgrader)
+c.ExportApp.plugin_class = WaitingCsvExport
 
 # `nbgrader validate` runs the whole notebook, as a student's Run All does: notebook 03 takes
 # about 7 minutes on a 2-core laptop, its longest cell about 3 (nbgrader's default is 30 s per cell).

@@ -383,6 +383,34 @@ def test_rules_only_the_watch_checks_are_shown_to_the_instructor(course):
             assert got[gid][0] == got[gid][1], (p.name, gid, got[gid])
 
 
+def test_points_that_wait_for_a_person_count_zero_and_the_export_says_how_many(course, tmp_path):
+    """A check cell marked "needs manual grade" counts 0 in the gradebook's total and in nbgrader export
+    until an instructor grades it; the export's points_waiting column holds its automatic points."""
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    from scripts.editions.nbgrader_course import WaitingCsvExport
+    from utils.grading_registry import exercise_of, review
+
+    root, paths = course
+    dest = tmp_path / "grades.csv"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        WaitingCsvExport(to=str(dest)).export(gb)
+        rows = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(dest.open())}
+        for p in paths:
+            sub = gb.find_submission(p.stem, "solution")
+            marked = [g for nb in sub.notebooks for g in nb.grades if g.needs_manual_grade and g.auto_score]
+            todo = review(p.name[:2])
+            assert all(exercise_of(g.name) in todo for g in marked), p.name
+            assert all(g.score == 0 for g in marked), p.name
+            waiting = sum(g.auto_score for g in marked)
+            row = rows[p.stem, "solution"]
+            assert float(row["points_waiting"]) == waiting, (p.name, row)
+            automatic = sum(g.auto_score or 0 for nb in sub.notebooks for g in nb.grades)
+            assert float(row["raw_score"]) == sub.score == automatic - waiting, (p.name, row, automatic)
+
+
 def test_every_adversarial_submission_scores_zero_on_what_it_attacks(course):
     """Each attack scores 0 on the cells it is aimed at, with the static screen off unless the attack
     is one only the screen can see; where the kernel itself raised no error on an attacked cell, the

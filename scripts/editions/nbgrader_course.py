@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.preprocessors import (
     CheckCellMetadata,
     ClearHiddenTests,
@@ -441,8 +442,10 @@ def note_reviews(nb, number):
 class ReviewRules(NbGraderPreprocessor):
     """After ``SaveAutoGrades``: the check cells of an exercise whose rule rests on the call watch alone
     (``utils.grading_registry.review``) that scored are marked "needs manual grade" in the gradebook, so the
-    formgrader lists the submission and a person reads the answer cell; the automatic score stands until
-    they change it."""
+    formgrader lists the submission and a person reads the answer cell. Their points wait for that person:
+    the cell's manual score is 0 (the gradebook's total and ``nbgrader export`` count 0) until they give it
+    one in the formgrader; its automatic score stays recorded beside it, and the export's
+    ``points_waiting`` column says how many points wait."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
@@ -461,8 +464,45 @@ class ReviewRules(NbGraderPreprocessor):
                 grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
                 if grade.auto_score:
                     grade.needs_manual_grade = True
+                    grade.manual_score = 0.0
             gb.db.commit()
         return nb, resources
+
+
+def points_waiting(submission) -> float:
+    """The automatic points of a submission that wait for a person (``ReviewRules``): 0 once every
+    marked cell has been graded by hand."""
+    return float(sum(g.auto_score or 0 for nb in submission.notebooks for g in nb.grades
+                     if g.needs_manual_grade and g.auto_score))
+
+
+class WaitingCsvExport(CsvExportPlugin):
+    """nbgrader's CSV export and one more column, ``points_waiting``: the automatic points that count 0 in
+    ``score`` until an instructor confirms them in the formgrader (``ReviewRules``)."""
+
+    def export(self, gradebook) -> None:
+        import csv
+
+        from nbgrader.api import MissingEntry
+
+        super().export(gradebook)
+        dest = self.to or "grades.csv"
+        with open(dest, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            try:
+                row["points_waiting"] = points_waiting(gradebook.find_submission(row["assignment"], row["student_id"]))
+            except MissingEntry:
+                row["points_waiting"] = 0.0
+        if rows:
+            with open(dest, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        waiting = sum(float(r["points_waiting"]) for r in rows)
+        if waiting:
+            self.log.warning("%s points wait for a person (column points_waiting; the formgrader lists the cells "
+                             "marked 'needs manual grade'): they count 0 in score until graded", f"{waiting:g}")
 
 
 # nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.
