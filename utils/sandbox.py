@@ -144,6 +144,7 @@ class Sandbox:
     def _binds(self) -> list[str]:
         args: list[str] = []
         made: set[str] = set()
+        bound: list[str] = []   # what is bound (not the folders made on the way to it)
 
         def dirs_for(dest: Path):
             for p in _ancestors(dest):
@@ -159,6 +160,7 @@ class Sandbox:
             dirs_for(dest)
             args.extend(["--ro-bind-try" if try_ else "--ro-bind", str(src), str(dest)])
             made.add(str(dest))
+            bound.append(str(dest))
 
         # the private /tmp first: what is bound below may live under the host's /tmp (a checkout, its
         # Python environment), and a tmpfs mounted after it would hide it
@@ -175,8 +177,10 @@ class Sandbox:
                   "/etc/hosts", "/etc/mime.types", "/etc/fonts"):
             ro(f, try_=True)
         # the Python environment(s): this interpreter's, and what it was made from
-        for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
-            if not any(prefix == m or prefix.startswith(m + "/") for m in made):
+        # (sys.prefix's real path too: a kernelspec written through a linked environment names that path)
+        for prefix in sorted({sys.prefix, os.path.realpath(sys.prefix), sys.base_prefix, sys.exec_prefix,
+                              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}):
+            if not any(prefix == m or prefix.startswith(m + "/") for m in bound + ["/usr"]):
                 ro(prefix)
         ro(self.course / "utils", "/course/utils")
         if (self.course / "trusted.json").is_file():
