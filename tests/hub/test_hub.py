@@ -254,6 +254,11 @@ def graded(klass, pulled):
         f"gb.find_submission_notebook({AID!r}, {AID!r}, s).grades}} for s in {STUDENTS!r}}}))\n")
     with step("instructor: generate_feedback + release_feedback"):
         teach.sh(f"cd {COURSE} && nbgrader generate_feedback {AID} && nbgrader release_feedback {AID}")
+    with step("instructor: nbgrader export"):
+        teach.sh(f"cd {COURSE} && nbgrader export --to grades.csv")
+        export = teach.run("import csv, json, os\n"
+                           f"rows = csv.DictReader(open(os.path.expanduser('~/{COURSE}/grades.csv')))\n"
+                           "print(json.dumps({r['student_id']: [r['raw_score'], r['points_waiting']] for r in rows}))\n")
     with step("3 students fetch their feedback, at once"):
         in_parallel(lambda p: p.assignments("fetch_feedback", AID), students.values())
     feedback = {}
@@ -262,6 +267,7 @@ def graded(klass, pulled):
         feedback[n] = p.read_text(f"{AID}/feedback/{stamp}/{AID}.html")
     import json
     return SimpleNamespace(fetched=fetched, scores=json.loads(scores.strip().splitlines()[-1]), feedback=feedback,
+                           export=json.loads(export.strip().splitlines()[-1]),
                            listing={n: p.assignments() for n, p in students.items()})
 
 
@@ -315,9 +321,20 @@ def test_autograde_on_the_hub_runs_in_the_sandbox(klass, graded):
 
 
 def test_each_student_fetched_their_own_feedback(graded):
-    expected = {SOLUTION: "19.0", STUB: "0.0", SHORTCUT: "11.0"}
+    """The feedback's total counts no point that waits for a person: notebook 04's Exercises 1 and 4 are rules
+    the call watch alone settles (utils.grading_registry.review), so their check cells that scored (13 of the
+    model answer's 19 automatic points, 5 of the shortcut's 11: its Exercise 4 scored 0) are marked "needs manual
+    grade" and count 0 until the instructor confirms them in the formgrader (ReviewRules)."""
+    expected = {SOLUTION: "6.0", STUB: "0.0", SHORTCUT: "6.0"}
     for n, html in graded.feedback.items():
         assert f"{expected[n]} / 21.0" in html, (n, [line for line in html.splitlines() if " / 21.0" in line][:3])
+
+
+def test_the_export_counts_no_waiting_point_and_says_how_many_wait(graded):
+    """`nbgrader export` with the course's nbgrader_config.py (WaitingCsvExport): score without the points that
+    wait for a person, and a points_waiting column with them."""
+    got = {n: tuple(float(x) for x in graded.export[n]) for n in STUDENTS}
+    assert got == {SOLUTION: (6.0, 13.0), STUB: (0.0, 0.0), SHORTCUT: (6.0, 5.0)}, got
 
 
 def test_the_formgrader_is_the_instructors_only(klass, graded):
