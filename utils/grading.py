@@ -839,6 +839,143 @@ def screen(source: str) -> list[str]:
     return found
 
 
+# What an answer cell may touch: an allowlist, read from its syntax tree by autograde's own process (never in
+# the student's kernel, where the in-process watch can be undone; that watch is a second opinion). A cell
+# outside it is not scored automatically: every check cell of the notebook scores 0 and is marked "needs
+# manual grade" with the cell to read (scripts/editions/nbgrader_course.py). INSTRUCTORS.md lists the rules.
+
+ALLOWED_IMPORTS = frozenset({
+    "math", "itertools", "collections", "torch", "torch.nn", "torch.nn.functional", "torch.optim",
+    "utils.attention", "utils.rnn", "utils.text", "utils.positional", "utils.transformer", "utils.gpt",
+    "utils.scale", "utils.embeddings",
+})
+# built-ins and IPython names that reach files, other code, any attribute by a string, or the kernel
+ALLOWLIST_CALLS = frozenset({
+    "getattr", "setattr", "delattr", "hasattr", "exec", "eval", "compile", "open", "globals", "locals", "vars",
+    "dir", "breakpoint", "input", "memoryview", "help", "exit", "quit", "get_ipython", "display", "In", "Out",
+})
+# the grader's names, and attributes that lead out of the exercise (PyTorch's internals and loaders, the
+# interpreter, files and processes)
+GRADER_NAMES = frozenset({
+    "grading", "sandbox", "grading_registry", "cases", "hidden_check", "forbid", "Watch", "ForbiddenCall",
+    "cell_watch_start", "cell_watch_stop", "lockdown", "judge", "records",
+})
+ALLOWLIST_ATTRS = frozenset({
+    "ops", "library", "jit", "compile", "fx", "export", "overrides", "hub", "load", "save", "serialization",
+    "package", "multiprocessing", "distributed", "from_file", "tofile", "fromfile", "modules", "os", "sys",
+    "builtins", "importlib", "subprocess", "ctypes", "environ", "system", "popen", "read_text", "read_bytes",
+    "write_text", "write_bytes", "cpp_extension", "register_module_forward_hook",
+    "register_module_forward_pre_hook", "register_module_full_backward_hook", "register_module_backward_hook",
+})
+ALLOWED_DUNDERS = frozenset({"__init__"})
+ALLOWED_DEFS = frozenset({"__init__", "__call__", "__repr__", "__len__", "__getitem__", "__iter__"})
+
+
+def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
+    """What a student's cell does outside the allowlist, each with its line (empty: nothing).
+
+    Allowed: imports of :data:`ALLOWED_IMPORTS` only (by name, no ``*``); no name or attribute that is
+    private (``_x``, ``__x__``; ``_`` alone, ``__init__`` and ``self._x`` are fine); none of
+    :data:`ALLOWLIST_CALLS` named at all (called or passed around); no attribute in :data:`ALLOWLIST_ATTRS`;
+    no :data:`GRADER_NAMES`, nor a name in ``reserved`` (what only the course's check cells define: their
+    references and helpers) that the cell reads without binding it; attributes assigned or deleted only on
+    ``self`` (never on a module, a class or a function of the course's), ``self`` never rebound; no
+    subclass of a tensor, parameter or mode, no ``async``; no string holding ``__`` (a format string walks
+    attributes); code that does not parse, even after IPython's transformation, is outside."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            tree = ast.parse(TransformerManager().transform_cell(source))
+        except SyntaxError as e:
+            return [f"code that does not parse (line {e.lineno})"]
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    reserved = set(reserved) - bound
+    found: list[str] = []
+
+    def flag(what, node):
+        entry = f"{what} (line {getattr(node, 'lineno', '?')})"
+        if entry not in found:
+            found.append(entry)
+
+    def private(name):
+        return name.startswith("_") and name != "_" and name not in ALLOWED_DUNDERS
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name not in ALLOWED_IMPORTS:
+                    flag(f"import {a.name}", node)
+                if a.asname and private(a.asname):
+                    flag(f"a private name ({a.asname})", node)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for a in node.names:
+                whole = f"{module}.{a.name}"
+                if a.name == "*":
+                    flag(f"from {module} import *", node)
+                elif module not in ALLOWED_IMPORTS and whole not in ALLOWED_IMPORTS:
+                    flag(f"from {module} import {a.name}", node)
+                elif private(a.name) or a.name in ALLOWLIST_ATTRS | GRADER_NAMES or (a.asname and private(a.asname)):
+                    flag(f"from {module} import {a.name}", node)
+        elif isinstance(node, ast.Name):
+            if private(node.id):
+                flag(f"a private name ({node.id})", node)
+            if node.id in ALLOWLIST_CALLS:
+                flag(f"{node.id}", node)
+            if node.id in GRADER_NAMES and isinstance(node.ctx, ast.Load) and node.id not in bound:
+                flag(f"the grader's {node.id}", node)
+            if node.id in reserved and isinstance(node.ctx, ast.Load):
+                flag(f"{node.id}, defined by the course's check cells", node)
+            if node.id == "self" and isinstance(node.ctx, (ast.Store, ast.Del)):
+                flag("self rebound", node)
+        elif isinstance(node, ast.Attribute):
+            direct_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+            if private(node.attr) and not (direct_self and not node.attr.startswith("__")):
+                flag(f"a private attribute (.{node.attr})", node)
+            if node.attr in ALLOWLIST_ATTRS or node.attr in GRADER_NAMES:
+                flag(f"the attribute .{node.attr}", node)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                base = node.value
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if not (isinstance(base, ast.Name) and base.id == "self"):
+                    flag(f"an attribute assigned outside self ({ast.unparse(node)})", node)
+        elif isinstance(node, ast.arg) and private(node.arg):
+            flag(f"a private name ({node.arg})", node)
+        elif isinstance(node, ast.keyword) and node.arg and private(node.arg):
+            flag(f"a private keyword ({node.arg})", node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if private(node.name) and node.name not in ALLOWED_DEFS:
+                flag(f"a private name ({node.name})", node)
+            if isinstance(node, ast.AsyncFunctionDef):
+                flag("asynchronous code", node)
+            if isinstance(node, ast.ClassDef):
+                for base in [*node.bases, *(k.value for k in node.keywords)]:
+                    text = ast.unparse(base)
+                    if any(w in text for w in ("Tensor", "Parameter", "Mode", "type", "ABCMeta")):
+                        flag(f"a subclass of {text}", node)
+        elif isinstance(node, (ast.AsyncFor, ast.AsyncWith, ast.Await)):
+            flag("asynchronous code", node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            if ("__" if isinstance(node.value, str) else b"__") in node.value:
+                flag("a string holding __", node)
+    return found
+
+
 VERDICTS_LINE = "COURSE-JUDGE-VERDICTS "
 READY_LINE = "COURSE-JUDGE-READY"
 

@@ -155,6 +155,8 @@ class ExerciseSectionExecute(Execute):
         from utils.sandbox import SANDBOX_ENV, Sandbox, probe
 
         os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
+        for cell in nb.cells:              # only apply_verdicts marks a cell for a person (ReviewRules)
+            cell.metadata.pop(MANUAL_MARK, None)
         source = self._source_notebook(resources)
         key = grading_key(self._course_root(), resources) if source else ""
         number = str((resources.get("nbgrader") or {}).get("notebook", ""))[:2]
@@ -205,9 +207,14 @@ class ExerciseSectionExecute(Execute):
         verdicts = judge.decide(records, watched) if judge else {}
         if box is not None and (lockdown_failed or not (box.records / "lockdown.ok").is_file()):
             verdicts = {"*": f"the sandbox's lockdown did not complete before the student's code ran: {lockdown_failed}"}
-        # the static screen; COURSE_GRADING_SCAN=off (tests only) shows what the judge alone does
-        flags = tamper_report(nb, trusted if source else None) \
-            if os.environ.get("COURSE_GRADING_SCAN", "on") != "off" else {}
+        # the static screen and the allowlist, read here, outside the kernel; COURSE_GRADING_SCAN=off (tests
+        # only) shows what the judge alone does
+        flags = {}
+        if os.environ.get("COURSE_GRADING_SCAN", "on") != "off":
+            flags = tamper_report(nb, trusted if source else None)
+            outside = allowlist_report(nb, trusted if source else None, check_cell_names(source) if source else ())
+            for label, found in outside.items():
+                flags.setdefault(label, []).append(f"outside the allowlist: {'; '.join(found)}")
         apply_verdicts(nb, verdicts, flags, missing="no source notebook to judge against" if not source else None)
         note_reviews(nb, number)
         if box is not None:
@@ -276,6 +283,63 @@ def course_cells(source) -> set[str]:
     nb = nbformat.read(source, as_version=4)
     return {c.source for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]
             if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def _top_level_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, definitions, imports, loop and with targets)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        else:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+    return names
+
+
+def check_cell_names(source) -> set[str]:
+    """The names only the course's check cells define in the source notebook's Exercises section (their
+    references, helpers, hidden blocks' ``inputs``/``run``/``judge``): an answer cell that reads one uses
+    the check against itself (:func:`utils.grading.allowlist`'s ``reserved``)."""
+    nb = nbformat.read(source, as_version=4)
+    checks, others = set(), set()
+    for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]:
+        if c.cell_type != "code":
+            continue
+        meta = c.metadata.get("nbgrader", {})
+        (checks if meta.get("grade") and not meta.get("solution") else others).update(_top_level_names(c.source))
+    return checks - others
+
+
+def allowlist_report(nb, trusted=None, reserved=()):
+    """The cells autograde runs as the student's (as :func:`tamper_report` reads them) -> what each does
+    outside :func:`utils.grading.allowlist`; read here, in autograde's own process, never in the kernel."""
+    from utils.grading import allowlist
+
+    report = {}
+    start = exercise_section_start(nb) or 0
+    for i, cell in enumerate(nb.cells[start:exercise_section_end(nb)]):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade"):
+            continue
+        if not meta.get("solution") and (trusted is None or cell.source in trusted):
+            continue
+        found = allowlist(cell.source, reserved)
+        if found:
+            label = meta.get("grade_id") or f"added cell {start + i}"
+            if not meta.get("solution") and meta.get("grade_id"):
+                label += " (changed)"
+            report[label] = found
+    return report
 
 
 def watch_cells(section, trusted):
@@ -385,6 +449,9 @@ def tamper_report(nb, trusted=None):
     return report
 
 
+MANUAL_MARK = "course_needs_person"   # a check cell's metadata: a static reading flagged the notebook (ReviewRules)
+
+
 def apply_verdicts(nb, verdicts, flags=None, missing=None):
     """Write the judge's verdicts into the graded code cells (see ExerciseSectionExecute)."""
     from nbformat.v4 import new_output
@@ -396,7 +463,8 @@ def apply_verdicts(nb, verdicts, flags=None, missing=None):
             continue
         gid = meta.get("grade_id")
         if flagged:
-            reason = f"flagged for review, not scored automatically: {flagged} (INSTRUCTORS.md, 'What the grader guarantees')"
+            reason = f"flagged for review (needs manual grade), not scored automatically: {flagged} (INSTRUCTORS.md, 'What the grader guarantees')"
+            cell.metadata[MANUAL_MARK] = True
         elif missing:
             reason = missing
         elif "*" in verdicts:
@@ -445,7 +513,9 @@ class ReviewRules(NbGraderPreprocessor):
     formgrader lists the submission and a person reads the answer cell. Their points wait for that person:
     the cell's manual score is 0 (the gradebook's total and ``nbgrader export`` count 0) until they give it
     one in the formgrader; its automatic score stays recorded beside it, and the export's
-    ``points_waiting`` column says how many points wait."""
+    ``points_waiting`` column says how many points wait. Every check cell of a notebook that a static reading
+    flagged (``apply_verdicts``: the screen, or an answer cell outside ``utils.grading.allowlist``) is marked
+    too: it scored 0 automatically, and its points wait for the person who reads the cell named in it."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
@@ -454,12 +524,19 @@ class ReviewRules(NbGraderPreprocessor):
 
         info = resources["nbgrader"]
         todo = review(str(info["notebook"])[:2])
-        if not todo:
+        flagged = {id(c) for c in nb.cells if c.metadata.pop(MANUAL_MARK, None)}
+        if not todo and not flagged:
             return nb, resources
         with Gradebook(info["db_url"]) as gb:
             for cell in nb.cells:
                 meta = cell.metadata.get("nbgrader", {})
-                if cell.cell_type != "code" or not meta.get("grade") or exercise_of(meta.get("grade_id", "")) not in todo:
+                if cell.cell_type != "code" or not meta.get("grade"):
+                    continue
+                if id(cell) in flagged:   # outside the allowlist or flagged by the screen: 0 until a person reads it
+                    grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
+                    grade.needs_manual_grade = True
+                    continue
+                if exercise_of(meta.get("grade_id", "")) not in todo:
                     continue
                 grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
                 if grade.auto_score:
@@ -470,10 +547,11 @@ class ReviewRules(NbGraderPreprocessor):
 
 
 def points_waiting(submission) -> float:
-    """The automatic points of a submission that wait for a person (``ReviewRules``): 0 once every
-    marked cell has been graded by hand."""
-    return float(sum(g.auto_score or 0 for nb in submission.notebooks for g in nb.grades
-                     if g.needs_manual_grade and g.auto_score))
+    """The points of a submission's check cells that wait for a person (``ReviewRules``): a marked cell's
+    automatic score, or all its points where a static reading flagged the notebook (its automatic score is
+    0 and says nothing); 0 once every marked cell has been graded by hand. Open questions are not counted."""
+    return float(sum(g.auto_score or g.max_score or 0 for nb in submission.notebooks for g in nb.grades
+                     if g.needs_manual_grade and g.cell_type == "code"))
 
 
 class WaitingCsvExport(CsvExportPlugin):
