@@ -133,3 +133,24 @@ def test_check_cell_names_are_what_only_the_check_cells_define():
     names = check_cell_names(Path(ROOT / "notebooks" / "04_scaled_dot_product_attention.ipynb"))
     assert {"reference", "judge", "inputs", "run", "hidden_check"} <= names
     assert not {"torch", "F", "math", "attention", "retrieval_batch"} & names
+
+
+def test_a_reformatted_set_up_cell_is_the_courses_own_again(tmp_path):
+    """Honest work against an earlier release: a set-up cell whose layout changed (same syntax tree) runs as
+    the course's (its source's text), so nothing in it is charged to the student; one whose code changed
+    stays the student's."""
+    from scripts.editions.nbgrader_course import course_cells, restore_setup_cells
+
+    path = next((ROOT / "notebooks").glob("02_*.ipynb"))
+    nb = nbformat.read(path, as_version=4)
+    setup = [c for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader") and "import torch\n" in c.source]
+    assert setup, "notebook 02 has a set-up cell in its Exercises section"
+    original = setup[-1].source
+    reformatted = nbformat.v4.new_code_cell("# an earlier release's layout\n" + original.replace("\n\n", "\n\n\n")
+                                            .replace(", ", " ,  "))
+    changed = nbformat.v4.new_code_cell(original + "\nx = 1\n")
+    answer = nbformat.v4.new_code_cell("x = 2", metadata={"nbgrader": {"solution": True, "grade_id": "ex1"}})
+    cells = [reformatted, changed, answer]
+    assert restore_setup_cells(cells, path) == [0]
+    assert cells[0].source == original and cells[0].source in course_cells(path)
+    assert cells[1].source.endswith("x = 1\n") and cells[2].source == "x = 2"

@@ -164,6 +164,8 @@ class ExerciseSectionExecute(Execute):
         judge = JudgeProcess(source, key=key, number=number, log=self.log) if source else None   # ready before any student code runs
         start, end = exercise_section_start(nb) or 0, exercise_section_end(nb)   # the appendix is not run
         head, section, tail = nb.cells[:start], nb.cells[start:end], nb.cells[end:]
+        if source:
+            restore_setup_cells(section, source)
         trusted = course_cells(source) if source else set()
         section, watched = watch_cells(section, trusted)
         sandboxed = os.environ.get(SANDBOX_ENV, "on") != "off"
@@ -283,6 +285,41 @@ def course_cells(source) -> set[str]:
     nb = nbformat.read(source, as_version=4)
     return {c.source for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]
             if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def _syntax(source: str) -> str | None:
+    import ast
+
+    try:
+        return ast.dump(ast.parse(source))
+    except SyntaxError:
+        return None
+
+
+def restore_setup_cells(cells, source) -> list[int]:
+    """Set-up cells (the course's code cells without nbgrader metadata) that a submission holds reformatted (an
+    earlier release's layout, a formatter's line breaks, other comments) get the source's text back when their
+    syntax tree is the same as a set-up cell's of the source, so they run as the course's own: trusted by the
+    registry's removal, not watched, not read by the allowlist, never charged to the student. Returns the
+    indices restored. A set-up cell whose code differs stays the student's."""
+    nb = nbformat.read(source, as_version=4)
+    setup = {}
+    for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]:
+        meta = c.metadata.get("nbgrader", {})
+        if c.cell_type == "code" and not meta.get("grade") and not meta.get("solution"):
+            tree = _syntax(c.source)
+            if tree is not None:
+                setup.setdefault(tree, c.source)
+    restored = []
+    for i, cell in enumerate(cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade") or meta.get("solution") or cell.source in setup.values():
+            continue
+        tree = _syntax(cell.source)
+        if tree in setup:
+            cell.source = setup[tree]
+            restored.append(i)
+    return restored
 
 
 def _top_level_names(source: str) -> set[str]:
