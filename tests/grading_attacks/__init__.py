@@ -33,7 +33,13 @@ real autograders do"), each stopped by the sandbox (``utils/sandbox.py``) or the
 10. the grader's watch replaced by a blind one;
 11. a tensor subclass that calls the built-in only after the watch has closed;
 12. the same ATen op under another name (torch functions disabled, TorchScript);
-13. another implementation of the same function in ``utils`` or torch (the registry's alternatives).
+13. another implementation of the same function in ``utils`` or torch (the registry's alternatives);
+
+and those written from the trust boundary's design (``design.py``; issue 48), stopped by the allowlist read
+outside the kernel (``utils.grading.allowlist``):
+
+14. the check cells' own code (the visible check's reference) returned as the answer;
+15. the grader reached through an allowed module (``torch.sys.modules``) and names built at run time.
 
 Generic attacks (1, 2) work on any notebook; the others are per notebook, in ``nbNN.py`` and
 ``outside.py`` here.
@@ -146,7 +152,7 @@ def generic(first_answer: str, shortcut: str | None = None) -> list[Attack]:
 
 def attacks_for(number: str, first_answer: str, shortcut: str | None = None) -> list[Attack]:
     """The generic attacks and notebook ``number``'s own (module ``nbNN`` here, if written)."""
-    from grading_attacks import outside
+    from grading_attacks import design, outside
 
     found = generic(first_answer, shortcut)
     try:
@@ -154,4 +160,4 @@ def attacks_for(number: str, first_answer: str, shortcut: str | None = None) -> 
         found += list(module.ATTACKS)
     except ModuleNotFoundError:
         pass
-    return found + getattr(outside, f"attacks_{number}", list)()
+    return found + getattr(outside, f"attacks_{number}", list)() + getattr(design, f"attacks_{number}", list)()
