@@ -72,6 +72,7 @@ OUTSIDE = {
     "IPython's shell escape": "!ls /records",
     "exec hidden in a decorator": "@exec\ndef f():\n    pass",
     "a loader that unpickles": "x = torch.load('f.pt')",
+    "a shared library loaded": "torch.classes.load_library('x.so')",
 }
 
 

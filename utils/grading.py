@@ -864,7 +864,7 @@ ALLOWLIST_ATTRS = frozenset({
     "ops", "library", "jit", "compile", "fx", "export", "overrides", "hub", "load", "save", "serialization",
     "package", "multiprocessing", "distributed", "from_file", "tofile", "fromfile", "modules", "os", "sys",
     "builtins", "importlib", "subprocess", "ctypes", "environ", "system", "popen", "read_text", "read_bytes",
-    "write_text", "write_bytes", "cpp_extension", "register_module_forward_hook",
+    "write_text", "write_bytes", "cpp_extension", "load_library", "classes", "compiler", "register_module_forward_hook",
     "register_module_forward_pre_hook", "register_module_full_backward_hook", "register_module_backward_hook",
 })
 ALLOWED_DUNDERS = frozenset({"__init__"})
