@@ -35,10 +35,11 @@ ready for a reader:
   line's links to it (``[Appendix A.2](#appendix-a2)``) lead there, and its links back to the
   chapter (``#a-heading``) lead to the chapter's page.
 
-Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the learner's
-edition itself, the committed notebook byte for byte (answers folded, its bootstrap cell as it is, every
-output with the code that printed it): ``build`` puts it in ``_sources/notebooks/`` and points an appendix
-page's download, Colab and source links at its chapter's notebook.
+Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the student
+edition of that chapter (``scripts/editions/nbgrader_course.py``'s ``release``, the notebook ``make student``
+writes: no hidden tests, no model answers, no mark schemes, no speaker notes, no outputs, no instructor
+metadata), since the site is public and a class may grade the same exercises: ``build`` puts it in
+``_sources/notebooks/`` and points an appendix page's download, Colab and source links at its chapter's notebook.
 """
 
 from __future__ import annotations
@@ -410,7 +411,7 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
     shutil.copytree(work / "_build" / "html", out)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        fixed = name_toc_toggles(dedupe_scripts(text))
+        fixed = download_links(name_toc_toggles(dedupe_scripts(text)))
         if page.parent.name == "notebooks" and page.stem.endswith("_appendix"):
             fixed = whole_notebook_links(fixed, page.stem)
         if fixed != text:
@@ -429,6 +430,15 @@ def name_toc_toggles(html: str) -> str:
                                     '<span class="toctree-toggle" role="presentation">')
 
 
+DOWNLOAD_LINK = re.compile(r'<a (href="[^"]*\.ipynb") target="_blank"(\s+class="btn btn-sm btn-download-source-button)')
+
+
+def download_links(html: str) -> str:
+    """The "Download .ipynb" link saves the notebook (``download``), rather than opening its JSON in a new tab,
+    which is what a browser does with it from file://."""
+    return DOWNLOAD_LINK.sub(r'<a \1 download\2', html)
+
+
 def whole_notebook_links(html: str, stem: str) -> str:
     """An appendix page's download, Colab and source links: its chapter's notebook (the repository has no
     ``NN_name_appendix.ipynb``)."""
@@ -436,15 +446,23 @@ def whole_notebook_links(html: str, stem: str) -> str:
     return re.sub(r'((?:href|src)="[^"]*)' + re.escape(f"{stem}.ipynb"), rf"\g<1>{chapter}.ipynb", html)
 
 
+def download_edition(path: Path):
+    """What a chapter's "Download .ipynb" gives: the student edition of the committed notebook (nbgrader's
+    release, as ``make student`` writes it)."""
+    from scripts.editions.nbgrader_course import release
+
+    return release(nbformat.read(path, as_version=4))
+
+
 def learners_downloads(out: Path = OUT) -> int:
-    """Each chapter's "Download .ipynb" (``_sources/notebooks/<name>.ipynb``): the committed notebook, the
-    learner's edition, byte for byte; an appendix page's own copy is left out (its links go to the chapter's)."""
+    """Each chapter's "Download .ipynb" (``_sources/notebooks/<name>.ipynb``): the student edition of the
+    chapter (:func:`download_edition`); an appendix page's own copy is left out (its links go to the chapter's)."""
     sources = out / "_sources" / "notebooks"
     sources.mkdir(parents=True, exist_ok=True)
     for stale in sources.glob("*_appendix.ipynb"):
         stale.unlink()
     for path in all_notebooks():
-        shutil.copyfile(path, sources / path.name)
+        nbformat.write(download_edition(path), sources / path.name)
     return len(all_notebooks())
 
 
