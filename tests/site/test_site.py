@@ -749,3 +749,80 @@ def test_a_quiz_answered_wrong_then_right_shows_its_feedback(browser, server, st
             assert ("correct" in classes) is ok and ("incorrect" in classes) is not ok, (typed, classes)
     assert tab.failures == [], tab.failures
     tab.close()
+
+
+# The contrast of one element's text with the background it is seen on (the first ancestor with an opaque one).
+CONTRAST_JS = r"""
+(el) => {
+  const rgba = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(c => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; })
+      .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  let bg = [255, 255, 255];
+  for (let e = el; e; e = e.parentElement) {
+    const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) { bg = c.slice(0, 3); break; }
+  }
+  const fg = rgba(getComputedStyle(el).color).slice(0, 3);
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return {ratio: (a + 0.05) / (b + 0.05), fg: `rgb(${fg})`, bg: `rgb(${bg})`};
+}
+"""
+QUIZ_CONTRAST_PAGE = "04_scaled_dot_product_attention"   # a multiple-choice question and a numeric one
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_quiz_state_contrasts_at_least_4_5_to_1(browser, server, scheme):
+    """Each state of a quiz, measured in the page (text colour on the background it is seen on, after the colour's
+    animation has finished): a question, an option, an option answered wrong and right with its feedback, the number
+    box's label, the box typed in, answered wrong and right (by its Check button, issue 53: dark text on the red and
+    green was 2.91:1 and 3.52:1) and focused again, and the Check button. The number box opens a phone's number
+    keyboard (inputmode="decimal")."""
+    questions = _quiz_questions(QUIZ_CONTRAST_PAGE)
+    tab = OfflinePage(browser, server, color_scheme=scheme)
+    page = tab.open(f"notebooks/{QUIZ_CONTRAST_PAGE}.html")
+    assert page.evaluate("document.documentElement.dataset.theme") == scheme
+    quizzes = page.locator(".Quiz")
+    states = {}
+
+    def measure(name, locator):
+        locator.first.scroll_into_view_if_needed()
+        states[name] = page.evaluate(CONTRAST_JS, locator.first.element_handle())
+
+    mc = next(i for i, q in enumerate(questions) if q["type"] == "multiple_choice")
+    q, box = questions[mc], quizzes.nth(mc)
+    measure("question", box.locator(".MultipleChoiceQn"))
+    measure("option", box.locator(".MCButton"))
+    for label, answer in (("wrong", next(a for a in q["answers"] if not a["correct"])),
+                          ("right", next(a for a in q["answers"] if a["correct"]))):
+        button = box.locator(".MCButton", has_text=_plain_text(answer["answer"])[:40]).first
+        button.click()
+        page.wait_for_timeout(1200)   # the button's colour is animated (0.6-0.8 s)
+        measure(f"option answered {label}", button)
+        measure(f"feedback, {label}", box.locator(".Feedback"))
+    num = next(i for i, q in enumerate(questions) if q["type"] == "numeric")
+    q, box = questions[num], quizzes.nth(num)
+    field, check = box.locator("input.Input-text"), box.locator("button.course-quiz-check")
+    assert field.get_attribute("inputmode") == "decimal"
+    assert check.count() == 1 and check.is_visible(), "no Check button beside the number box"
+    measure("number box label", box.locator(".InpLabel"))
+    measure("Check button", check)
+    value = next(a for a in q["answers"] if a.get("correct"))["value"]
+    for label, typed in (("wrong", value * 3 + 1), ("right", value)):
+        field.click()
+        field.type(f"{typed:g}")
+        measure("number box, typed", field)
+        check.click()   # the button, not Enter: a phone's keyboard may send no Enter keypress
+        page.wait_for_timeout(1200)
+        classes = box.locator(".Feedback").get_attribute("class").split()
+        assert ("correct" in classes) is (label == "right"), (label, classes)
+        measure(f"number box answered {label}", field)
+        measure(f"number feedback, {label}", box.locator(".Feedback"))
+    field.click()
+    measure("number box answered, focused again", field)
+    page.screenshot(path=str(SHOTS / f"quiz_states_{scheme}.png"))
+    assert tab.failures == [], tab.failures
+    tab.close()
+    for name, r in states.items():
+        print(f"  {scheme:5s} {name:36s} {r['ratio']:5.2f}:1  ({r['fg']} on {r['bg']})")
+    low = {name: round(r["ratio"], 2) for name, r in states.items() if r["ratio"] < 4.5}
+    assert low == {}, f"quiz states below 4.5:1 in {scheme} mode: {low}"
