@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 OUT = ROOT / "build" / "course.pdf"
 SITE_COPY = SITE / "course.pdf"   # the landing page links it (site/index.md)
+BOOK_TITLE = "Attention, from RNNs to Transformers"
+BOOK_AUTHOR = "the course's contributors"   # site/_config.yml's author
 PLACEHOLDER = "000"               # a page number before the first print has said where the page begins
 
 # Gathers every page's article into the first page, its ids prefixed with the page's ("p3-"), links between
@@ -91,7 +93,9 @@ async ({entries, placeholder}) => {
   for (const [i, entry] of entries.entries()) {
     if (entry.caption !== caption || !list) {
       caption = entry.caption;
-      if (caption) { const p = document.createElement('p'); p.className = 'course-pdf-part'; p.textContent = caption; contents.appendChild(p); }
+      // a part of one page with the part's own title ("After the course") is listed once
+      const alone = entries.filter(e => e.caption === caption).length === 1 && entry.title === caption;
+      if (caption && !alone) { const p = document.createElement('p'); p.className = 'course-pdf-part'; p.textContent = caption; contents.appendChild(p); }
       list = document.createElement('ul'); contents.appendChild(list);
     }
     const li = document.createElement('li');
@@ -376,6 +380,8 @@ def finish(out: Path, numbers_pdf: Path, outline: list[dict], numbered_pages: li
             if at is not None:
                 writer.add_outline_item(title=section["title"], page_number=at, parent=parent)
     writer.page_mode = "/UseOutlines"
+    writer.add_metadata({"/Title": BOOK_TITLE, "/Author": BOOK_AUTHOR, "/Creator": "scripts/editions/book_pdf.py (Chromium)",
+                         "/Subject": "The course's website as one book: chapters, appendices, guides, model answers"})
     tmp = out.with_suffix(".tmp.pdf")
     with open(tmp, "wb") as f:
         writer.write(f)
@@ -507,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
 
             page.route("**/*", route)
             page.goto(base + paths[0], wait_until="load")
+            if not page.evaluate("!!window.MathJax"):   # a page with no maths of its own loads no MathJax (build_site.py)
+                page.add_script_tag(url=base + "_static/mathjax-3.2.2/es5/tex-chtml-full.js")
+                page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
             combined = page.evaluate(COMBINE_JS, {"entries": [dict(e, path="/" + e["path"]) for e in entries],
                                                   "placeholder": PLACEHOLDER})

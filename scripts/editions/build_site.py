@@ -27,13 +27,19 @@ ready for a reader:
 * a "Check yourself" quiz cell (``utils.quiz``) keeps its output, which draws the quiz in the browser with no
   kernel, and gets a plain copy for the printed book (questions, options, then the answers and why), hidden
   on screen (``site/_static/course.css``) and shown by ``make book-pdf``, whose page runs no script;
+* a quiz cell shows the quiz, not the ``check_yourself(...)`` call (MyST-NB's ``remove-input``);
+* text that points at what this edition lacks says what it has (``SITE_WORDING``: the lecture plan, not "the
+  folded speaker notes"; an explorer's note: download the notebook, not ``make lab``);
 * each figure gets alt text: the figure's cell's leading comment or the sentence that introduces it;
 * links to repository files that are not pages of the site (``scripts/``, ``runs/``, ``utils/``)
   point at the repository;
 * a notebook's appendix (``## Appendix: the measurements behind the claims`` and what follows) becomes
   a page of its own, the chapter's sub-page ``NN_name_appendix``, its headings one level up; the main
   line's links to it (``[Appendix A.2](#appendix-a2)``) lead there, and its links back to the
-  chapter (``#a-heading``) lead to the chapter's page.
+  chapter (``#a-heading``) lead to the chapter's page; it opens with a link back to its chapter.
+
+Each built page is then touched up: the theme's first-visit mode is "auto" (no console error), the download link
+saves the notebook, and a page with no maths loads no MathJax (1.3 MB of its 4 MB).
 
 **The repository's address** comes from one setting, ``REPO_URL`` (``make site REPO_URL=https://github.com/o/r``,
 the environment variable, or ``--repo-url``); ``site/_config.yml``'s ``repository.url`` is used only when it is not
@@ -82,8 +88,14 @@ OUT = ROOT / "build" / "site"
 GUIDES = ["README.md", "SETUP.md", "RESULTS.md", "TESTING.md", "LECTURES.md", "INSTRUCTORS.md", "NOTATION.md",
           "CONTRIBUTING.md", "LAYOUT.md"]
 BEGIN_SOLUTION, END_SOLUTION, BEGIN_MARK, END_MARK, BEGIN_HIDDEN, END_HIDDEN = SOLUTION_DELIMITERS
-WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; open the notebook "
-               "in Jupyter (<code>make lab</code>, or Colab) to move its controls.</em></p>")
+WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; download the "
+               "notebook (the download button at the top of the page) and run it in Jupyter to move its controls.</em></p>")
+# What the committed text says of things this edition does not have, and what the site says instead.
+SITE_WORDING = [
+    ("A lecturer's minutes for presenting it are in the folded speaker notes.",
+     "A lecturer's minutes for presenting it are in the [lecture plan](../LECTURES.md)."),
+]
+APPENDIX_WORDING = [("Nothing above depends on these cells", "Nothing in the chapter depends on these cells")]
 README_TITLE = "The repository's front page (README)"   # not a second page titled as the landing page (search)
 ANSWER_PROMPTS = {"code_prompt_show": "Show the model answer", "code_prompt_hide": "Hide the model answer"}
 # a markdown link or image: [text](target) / ![alt](target), target without spaces
@@ -253,6 +265,8 @@ def prepare_notebook(nb):
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
         if cell.cell_type == "markdown":
+            for old, new in SITE_WORDING:
+                cell.source = cell.source.replace(old, new)
             if is_answer(cell):  # an open question: the answer in its closed <details>, the mark scheme out
                 cell.source = drop_region(cell.source, BEGIN_MARK, END_MARK)
                 cell.source = _drop_lines(cell.source, lambda ln: BEGIN_SOLUTION in ln or END_SOLUTION in ln)
@@ -280,7 +294,8 @@ def prepare_notebook(nb):
             if was_widget and "image/png" in output.get("data", {}):
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_LINE}))
         quiz = QUIZ_CALL.search(cell.source)
-        if quiz:
+        if quiz:   # the reader sees the quiz, not the call that shows it (MyST-NB's remove-input)
+            tags.append("remove-input")
             outputs.append(nbformat.v4.new_output("display_data", data={"text/html": quiz_for_print(*quiz.groups())}))
         cell.outputs = outputs
         if any("image/png" in o.get("data", {}) for o in outputs):
@@ -290,6 +305,12 @@ def prepare_notebook(nb):
         cell.metadata.get("jupyter", {}).pop("source_hidden", None)
     nb.metadata.pop("widgets", None)
     return nb
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
 
 
 ANCHOR_LINK = re.compile(r"\[([^\]]+)\]\(#([^)\s]+)\)")
@@ -329,6 +350,10 @@ def split_appendix(nb, name: str):
         source = re.sub(r"(?m)^#(#{1,5}) ", r"\1 ", source)   # ## -> #, ### -> ##: the page's own title first
         if i == 0:   # "Appendix to 02: ...": unique in search, short enough for the PDF's contents line
             source = re.sub(r"(?m)^# Appendix: ", f"# Appendix to {title.split(' · ')[0]}: ", source, count=1)
+            back = f'<p class="course-appendix-back">← Back to the chapter: <a href="{name}.html">{html_escape(title)}</a></p>'
+            source = re.sub(r"(?m)^(# .*)$", lambda m: m.group(1) + "\n\n" + back, source, count=1)
+        for old, new in APPENDIX_WORDING:
+            source = source.replace(old, new)
         cell.source = source
     return chapter, appendix
 
@@ -485,7 +510,7 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True, repo: str | Non
     shutil.copytree(work / "_build" / "html", out)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        fixed = download_links(name_toc_toggles(dedupe_scripts(text)))
+        fixed = mathjax_where_needed(theme_mode(download_links(name_toc_toggles(dedupe_scripts(text)))))
         if page.parent.name == "notebooks" and page.stem.endswith("_appendix"):
             fixed = whole_notebook_links(fixed, page.stem)
         if fixed != text:
@@ -502,6 +527,23 @@ def name_toc_toggles(html: str) -> str:
     <summary> with no name for a screen reader (axe: summary-name); give it one."""
     return html.replace(TOC_TOGGLE, '<summary aria-label="Show or hide the pages under this chapter">'
                                     '<span class="toctree-toggle" role="presentation">')
+
+
+def theme_mode(html: str) -> str:
+    """A first visit has no stored mode, and pydata-sphinx-theme 0.17.1 then sets an empty one and logs "Got invalid
+    theme mode: . Resetting to auto." on every page: start from "auto" instead."""
+    return html.replace('dataset.mode = localStorage.getItem("mode") || "";',
+                        'dataset.mode = localStorage.getItem("mode") || "auto";')
+
+
+MATHJAX_TAG = re.compile(r'^\s*<script\b[^>]*(?:mathjax|MathJax)[^>]*>.*?</script>\s*$\n?', re.M)
+
+
+def mathjax_where_needed(html: str) -> str:
+    """MathJax (1.3 MB) only on a page with maths (MyST's ``math`` elements, or TeX delimiters in a quiz's output)."""
+    if 'class="math' in html or "\\(" in html or "$$" in html:
+        return html
+    return MATHJAX_TAG.sub("", html)
 
 
 DOWNLOAD_LINK = re.compile(r'<a (href="[^"]*\.ipynb") target="_blank"(\s+class="btn btn-sm btn-download-source-button)')
