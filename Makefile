@@ -27,6 +27,7 @@
 #
 # Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
 #   make site       the course website in build/site/ (Jupyter Book 1, from the committed notebooks; offline)
+#                   make site REPO_URL=https://github.com/OWNER/NAME names the repository (launch buttons, links)
 #   make test-site  the built website in Chromium: requests, links, figures, maths, toggles, search, axe-core
 #   make book-pdf   the whole course as one PDF, build/course.pdf (Chromium prints the built website)
 #   make hub-env    (as root) the class hub's users' environment in $(HUB_ENV), world-readable (classroom/README.md)
@@ -268,8 +269,10 @@ $(SITE_STAMP): pyproject.toml
 	touch $(SITE_STAMP) && \
 	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
 
+# REPO_URL: the published repository; unset, the site has no Colab launch or repository buttons (the log says so).
+REPO_URL ?=
 site: $(SITE_STAMP)
-	$(SITE_BIN)/python scripts/editions/build_site.py
+	REPO_URL="$(REPO_URL)" $(SITE_BIN)/python scripts/editions/build_site.py
 
 # The built site served from 127.0.0.1 in the system's Chromium (COURSE_CHROMIUM overrides), nothing
 # else reachable (pytest marker `site`; not part of `make test`). Builds the site first.

@@ -18,9 +18,17 @@ prints it with `page.pdf` (A4, page numbers in the footer). The book can be navi
   served (a download, the search page) loses its target, so nothing in the PDF points at the temporary
   server that printed it.
 
-A code line too long for the page wraps under its own indentation (a hanging indent, ``HANG_CODE_JS``).
-Code model answers stay behind their toggle and open questions' model answers stay folded, as on the site;
-speaker notes are not on the site. Prints the page count, the bookmarks, the internal links and the size.
+A code line too long for the page wraps under its own indentation (a hanging indent, ``HANG_CODE_JS``). A code
+frame is kept whole on a page when it fits (``break-inside: avoid``); a longer one breaks between lines, and its frame
+continues on the next page (``box-decoration-break: clone``): no page ends in an empty frame (``empty_code_frames``,
+a pixel scan of the printed pages, counts them; the test wants 0).
+
+A printed page cannot open a toggle, so the model answers (the code answers behind "Show the model answer", the
+open questions' folded answers) and the printed quizzes' answers are moved to the end of the book (``ANSWERS_JS``),
+one entry each under its chapter and exercise, the page it came from in its heading; where each was, a line says
+"Model answer: page N" (or "Answers: page N"), a link to it. Those page numbers, like the contents page's, are read
+from the first print and laid over it. Speaker notes are not on the site. Prints the page count, the bookmarks, the
+internal links, the model answers moved, the empty code frames and the size.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 OUT = ROOT / "build" / "course.pdf"
 SITE_COPY = SITE / "course.pdf"   # the landing page links it (site/index.md)
+BOOK_TITLE = "Attention, from RNNs to Transformers"
+BOOK_AUTHOR = "the course's contributors"   # site/_config.yml's author
 PLACEHOLDER = "000"               # a page number before the first print has said where the page begins
 
 # Gathers every page's article into the first page, its ids prefixed with the page's ("p3-"), links between
@@ -83,7 +93,9 @@ async ({entries, placeholder}) => {
   for (const [i, entry] of entries.entries()) {
     if (entry.caption !== caption || !list) {
       caption = entry.caption;
-      if (caption) { const p = document.createElement('p'); p.className = 'course-pdf-part'; p.textContent = caption; contents.appendChild(p); }
+      // a part of one page with the part's own title ("After the course") is listed once
+      const alone = entries.filter(e => e.caption === caption).length === 1 && entry.title === caption;
+      if (caption && !alone) { const p = document.createElement('p'); p.className = 'course-pdf-part'; p.textContent = caption; contents.appendChild(p); }
       list = document.createElement('ul'); contents.appendChild(list);
     }
     const li = document.createElement('li');
@@ -106,6 +118,94 @@ async ({entries, placeholder}) => {
       sections: [...s.querySelectorAll('section[id] > h2')].map(h => ({id: h.parentElement.id,
           title: h.textContent.replace(/[#¶]\s*$/, '').replace(/\s+/g, ' ').trim()}))}));
   return {pages: sections.length, outline};
+}
+"""
+# The answers at the end of the book: every code model answer (a cell behind "Show the model answer"), every open
+# question's folded model answer and every printed quiz's answers, moved to one last section, in the book's order,
+# each under its chapter and the heading it sat under; in its place a link "Model answer: page N". The page numbers
+# are placeholders (data-page: the id whose page fills them in after the first print). Run after COMBINE_JS.
+ANSWERS_JS = r"""
+({placeholder, index}) => {
+  const main = document.querySelector('#main-content article, article.bd-article, article');
+  const chapters = [...main.querySelectorAll('section.course-pdf-chapter:not(.course-pdf-contents)')];
+  const clean = (h) => (h ? h.textContent : '').replace(/[#¶]\s*$/, '').replace(/\s+/g, ' ').trim();
+  const end = document.createElement('section');
+  end.className = 'course-pdf-chapter course-pdf-answers';
+  end.id = `p${index}`;
+  end.innerHTML = '<h1>Model answers</h1><p>The model answers to the exercises and the answers to the quizzes, ' +
+      'in the order of the book. Each heading gives the chapter, the exercise or quiz, and the page it is on; ' +
+      'the page numbers in the text lead here.</p>';
+  const counts = {code: 0, open: 0, quiz: 0};
+  let k = 0;
+  for (const chapter of chapters) {
+    const title = clean(chapter.querySelector('h1'));
+    // the headings, and the exercises' bold first lines ("Exercise 2 — …"), which are not headings
+    const headings = [...chapter.querySelectorAll('h2, h3, h4, p > strong:first-child')]
+        .filter(h => h.tagName !== 'STRONG' || /^Exercise\b/.test(h.textContent.trim()));
+    const under = (el) => {
+      let best = null;
+      for (const h of headings) { if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) best = h; else break; }
+      return best ? clean(best) : title;
+    };
+    const found = [];
+    chapter.querySelectorAll('.cell.tag_hide-cell').forEach(c => found.push(['code', c]));
+    chapter.querySelectorAll('details:not(.speaker-notes)').forEach(d => {
+      const summary = d.querySelector(':scope > summary');
+      if (summary && /Model answer/.test(summary.textContent) && !d.closest('.tag_hide-cell')) found.push(['open', d]);
+    });
+    chapter.querySelectorAll('.course-quiz-print ol.course-quiz-answers').forEach(o => found.push(['quiz', o]));
+    found.sort((a, b) => a[1].compareDocumentPosition(b[1]) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1);
+    let group = null;
+    for (const [kind, el] of found) {
+      k += 1;
+      counts[kind] += 1;
+      if (!group) {
+        group = document.createElement('section');
+        group.className = 'course-pdf-answer-chapter';
+        group.innerHTML = '<h2></h2>';
+        group.querySelector('h2').textContent = title;
+        end.appendChild(group);
+      }
+      const what = kind === 'quiz' ? 'Answers' : 'Model answer';
+      const ref = document.createElement('p');
+      ref.className = 'course-pdf-answer-ref';
+      ref.id = `answer-ref-${k}`;
+      ref.innerHTML = `<a href="#answer-${k}">${what}: page <span class="course-pdf-page" data-page="answer-${k}">${placeholder}</span></a>`;
+      const entry = document.createElement('div');
+      entry.className = 'course-pdf-answer';
+      const head = document.createElement('h3');
+      head.id = `answer-${k}`;
+      const label = kind === 'quiz' ? `${under(el)}: the quiz's answers` : under(el);
+      head.innerHTML = `<a href="#answer-ref-${k}"></a> <span class="course-pdf-answer-from">· page <span class="course-pdf-page" data-page="answer-ref-${k}">${placeholder}</span></span>`;
+      head.querySelector('a').textContent = label;
+      entry.appendChild(head);
+      if (kind === 'code') {
+        const input = el.querySelector('.cell_input');
+        entry.appendChild(input);
+        el.replaceWith(ref);
+      } else if (kind === 'open') {
+        [...el.childNodes].filter(n => !(n.nodeType === 1 && n.tagName === 'SUMMARY')).forEach(n => entry.appendChild(n));
+        el.replaceWith(ref);
+      } else {
+        const label = el.previousElementSibling;
+        if (label && /Answers/.test(label.textContent)) label.remove();
+        el.replaceWith(ref);
+        entry.appendChild(el);
+      }
+      group.appendChild(entry);
+    }
+    group = null;
+  }
+  if (k) {
+    main.appendChild(end);
+    const contents = main.querySelector('.course-pdf-contents');
+    const list = document.createElement('ul');
+    list.innerHTML = `<li class="course-pdf-level1"><a href="#p${index}">Model answers</a><span class="course-pdf-dots"></span><span class="course-pdf-page" data-page="p${index}">${placeholder}</span></li>`;
+    contents.appendChild(list);
+  }
+  return {moved: k, counts, outline: k ? {id: `p${index}`, title: 'Model answers',
+      sections: [...end.querySelectorAll('section.course-pdf-answer-chapter')].map((s, i) => {
+        s.id = `p${index}-chapter-${i}`; return {id: s.id, title: clean(s.querySelector('h2'))}; })} : null};
 }
 """
 # The contents page's numbers: left out of the first print (the space they take is kept), and the only thing
@@ -170,6 +270,18 @@ pre { white-space: pre-wrap !important; word-break: break-word; overflow: visibl
 pre .course-pdf-line { display: block; }
 div.highlight pre { font-size: 12px !important; }   /* 83 characters, the site's code width, fit an A4 line */
 .course-quiz-print { display: block !important; }
+/* a code frame whole on one page when it fits; a longer one breaks between its lines (Bootstrap's print styles
+   keep a <pre> whole, which left its frame empty at the foot of the page) and its frame continues on the next */
+div.cell_input, div.cell_output .output, .course-pdf-answer { box-decoration-break: clone; -webkit-box-decoration-break: clone; }
+div.cell_input, div.cell_output .output { break-inside: avoid; }
+pre, div.highlight, div.highlight-ipython3, div.highlight-python { break-inside: auto !important; page-break-inside: auto !important; }
+/* the bootstrap cell's "Show code cell source" bar opens nothing on paper */
+div.cell.tag_hide-input > details.above-input { display: none !important; }
+.course-pdf-answer-ref { font-style: italic; margin: 0.3em 0 1em; }
+.course-pdf-answer h3 { break-after: avoid; font-size: 1.05em; margin-top: 1.2em; }
+.course-pdf-answer-from { font-weight: normal; font-size: 0.85em; }
+.course-pdf-answer-ref .course-pdf-page, .course-pdf-answer-from .course-pdf-page { display: inline-block; min-width: 3ch; }
+.course-pdf-answers .cell_input { display: block !important; }
 a.course-pdf-unlinked { color: inherit; text-decoration: none; }
 .course-pdf-contents { font-size: 0.9em; }
 .course-pdf-contents h1 { margin: 0 0 0.6em; }
@@ -236,21 +348,22 @@ def start_pages(path: Path) -> dict[str, int]:
     found = {}
     for name, dest in reader.named_destinations.items():
         name = str(name).lstrip("/")
-        if re.fullmatch(r"p\d+", name):
+        if re.fullmatch(r"p\d+|answer-(?:ref-)?\d+", name):
             found[name] = reader.get_destination_page_number(dest) + 1
     return found
 
 
-def finish(out: Path, numbers_pdf: Path, outline: list[dict], contents_pages: int) -> None:
-    """The book as printed first, with the contents page's numbers (``numbers_pdf``, the second print) laid
-    over its contents pages, and the outline: each page of the site, its sections under it."""
+def finish(out: Path, numbers_pdf: Path, outline: list[dict], numbered_pages: list[int]) -> None:
+    """The book as printed first, with the page numbers (``numbers_pdf``, the second print: the contents page's and
+    the model answers' references) laid over the pages they are on (``numbered_pages``, 1-based, in order), and the
+    outline: each page of the site, its sections under it."""
     from pypdf import PdfReader, PdfWriter
 
     reader = PdfReader(out)
     writer = PdfWriter(clone_from=reader)
     numbers = PdfReader(numbers_pdf)
-    for k in range(contents_pages):
-        writer.pages[k].merge_page(numbers.pages[k], over=True)
+    for k, at in enumerate(numbered_pages):
+        writer.pages[at - 1].merge_page(numbers.pages[k], over=True)
     dests = {str(name).lstrip("/"): dest for name, dest in reader.named_destinations.items()}
 
     def page_of(name):
@@ -267,6 +380,8 @@ def finish(out: Path, numbers_pdf: Path, outline: list[dict], contents_pages: in
             if at is not None:
                 writer.add_outline_item(title=section["title"], page_number=at, parent=parent)
     writer.page_mode = "/UseOutlines"
+    writer.add_metadata({"/Title": BOOK_TITLE, "/Author": BOOK_AUTHOR, "/Creator": "scripts/editions/book_pdf.py (Chromium)",
+                         "/Subject": "The course's website as one book: chapters, appendices, guides, model answers"})
     tmp = out.with_suffix(".tmp.pdf")
     with open(tmp, "wb") as f:
         writer.write(f)
@@ -297,6 +412,66 @@ def navigation(path: Path) -> dict:
     outline = reader.outline
     return {"bookmarks": count(outline), "top-level bookmarks": sum(not isinstance(i, list) for i in outline),
             "internal links": internal, "local links": local, "pages": len(reader.pages)}
+
+
+def code_frames(image) -> list[tuple[int, int, int, int]]:
+    """The code frames on one rendered page (a PIL RGB image): boxes (x0, y0, x1, y1), each a vertical run of a
+    code cell's green left bar (MyST-NB's source margin colour) at least 6 px high, as wide as the grey background
+    that runs right of it (wider than a third of the page: a green mark in a figure is not a frame)."""
+    w, h = image.size
+    px = image.load()
+
+    def green(p):
+        return p[1] > 100 and p[0] < 60 and p[2] < 60
+
+    def grey(p):
+        return min(p) >= 232 and max(p) <= 251
+
+    bars = []
+    for x in range(w // 3):
+        y = 0
+        while y < h:
+            if green(px[x, y]):
+                y0 = y
+                while y < h and green(px[x, y]):
+                    y += 1
+                if y - y0 >= 6 and not any(bx <= x <= bx + 4 and abs(by - y0) < 3 for bx, by, _ in bars):
+                    bars.append((x, y0, y))
+            y += 1
+    boxes = []
+    for x, y0, y1 in bars:
+        right = x
+        for row in range(y0, y1, 2):
+            x1 = x + 1
+            while x1 < w - 1 and (grey(px[x1, row]) or green(px[x1, row])):
+                x1 += 1
+            right = max(right, x1)
+        if right - x > w // 3:
+            boxes.append((x, y0, right, y1))
+    return boxes
+
+
+def has_ink(image, box) -> bool:
+    """Whether a frame holds anything drawn (a pixel darker than its grey background and border), its bar aside."""
+    x0, y0, x1, y1 = box
+    px = image.load()
+    return any(min(px[x, y]) < 180 for y in range(y0 + 1, y1 - 1) for x in range(x0 + 4, x1 - 2))
+
+
+def empty_code_frames(path: Path, scale: float = 1.0) -> list[tuple[int, tuple]] | None:
+    """The pixel scan: every page rendered (pypdfium2, 72 dpi), every code frame found (``code_frames``), and the
+    frames with no ink in them: [(page number, box)]. None without pypdfium2."""
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:
+        return None
+    pdf = pdfium.PdfDocument(str(path))
+    empty = []
+    for i in range(len(pdf)):
+        image = pdf[i].render(scale=scale).to_pil().convert("RGB")
+        empty += [(i + 1, box) for box in code_frames(image) if not has_ink(image, box)]
+    pdf.close()
+    return empty
 
 
 FOOTER = ('<div style="font-size:8px;width:100%;text-align:center">Attention, from RNNs to Transformers · '
@@ -338,10 +513,17 @@ def main(argv: list[str] | None = None) -> int:
 
             page.route("**/*", route)
             page.goto(base + paths[0], wait_until="load")
+            if not page.evaluate("!!window.MathJax"):   # a page with no maths of its own loads no MathJax (build_site.py)
+                page.add_script_tag(url=base + "_static/mathjax-3.2.2/es5/tex-chtml-full.js")
+                page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
             combined = page.evaluate(COMBINE_JS, {"entries": [dict(e, path="/" + e["path"]) for e in entries],
                                                   "placeholder": PLACEHOLDER})
             n = combined["pages"]
+            answers = page.evaluate(ANSWERS_JS, {"placeholder": PLACEHOLDER, "index": len(entries)})
+            if answers["outline"]:
+                combined["outline"].append(answers["outline"])
+                n += 1
             page.evaluate(HIDE_NUMBERS_JS)
             page.evaluate(HANG_CODE_JS)
             page.add_style_tag(content=PRINT_CSS)
@@ -357,10 +539,13 @@ def main(argv: list[str] | None = None) -> int:
             print_pdf(out)   # the first print says where each page begins ...
             numbers = start_pages(out)
             contents_pages = max(1, numbers.get("p0", 2) - 1)
-            page.evaluate(FILL_PAGES_JS, {f"p{i}": str(numbers.get(f"p{i}", "?")) for i in range(n)})
-            print_pdf(numbers_pdf, overlay=True, page_ranges=f"1-{contents_pages}")   # ... the second, the numbers alone
+            wanted = [f"p{i}" for i in range(n)] + [f"answer-{k}" for k in range(1, answers["moved"] + 1)] + \
+                [f"answer-ref-{k}" for k in range(1, answers["moved"] + 1)]
+            page.evaluate(FILL_PAGES_JS, {key: str(numbers.get(key, "?")) for key in wanted})
+            numbered = sorted(set(range(1, contents_pages + 1)) | {v for key, v in numbers.items() if key.startswith("answer")})
+            print_pdf(numbers_pdf, overlay=True, page_ranges=",".join(map(str, numbered)))   # ... the second, the numbers alone
             browser.close()
-        finish(out, numbers_pdf, combined["outline"], contents_pages)
+        finish(out, numbers_pdf, combined["outline"], numbered)
     finally:
         httpd.shutdown()
         numbers_pdf.unlink(missing_ok=True)
@@ -369,14 +554,17 @@ def main(argv: list[str] | None = None) -> int:
     moved = {k: v for k, v in start_pages(out).items() if numbers.get(k) != v}
     if out.resolve() != SITE_COPY.resolve():
         shutil.copyfile(out, SITE_COPY)
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: a contents page and {n} of "
-          f"{len(paths)} pages of the site, {nav['pages']} PDF pages, {nav['bookmarks']} bookmarks "
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: a contents page, {n - bool(answers['moved'])} of "
+          f"{len(paths)} pages of the site and the model answers, {nav['pages']} PDF pages, {nav['bookmarks']} bookmarks "
           f"({nav['top-level bookmarks']} top-level), {nav['internal links']} internal links, {nav['local links']} "
-          f"links to a local server, {len(data) / 1e6:.1f} MB, in {time.perf_counter() - start:.0f} s; copied to "
+          f"links to a local server, {answers['moved']} answers moved to the end ({answers['counts']}), "
+          f"{len(empty_code_frames(out) or [])} empty code frames, {len(data) / 1e6:.1f} MB, in "
+          f"{time.perf_counter() - start:.0f} s; copied to "
           f"{SITE_COPY.relative_to(ROOT)}" + (f"; {len(refused)} outside requests refused" if refused else ""))
     if moved:
         print(f"the contents page's numbers moved between the two prints: {moved}")
-    return 0 if n == len(paths) and len(numbers) == n and not moved else 1
+    pages_found = sum(bool(re.fullmatch(r"p\d+", k)) for k in numbers)
+    return 0 if n == len(paths) + bool(answers["moved"]) and pages_found == n and not moved else 1
 
 
 if __name__ == "__main__":

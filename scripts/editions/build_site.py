@@ -27,18 +27,33 @@ ready for a reader:
 * a "Check yourself" quiz cell (``utils.quiz``) keeps its output, which draws the quiz in the browser with no
   kernel, and gets a plain copy for the printed book (questions, options, then the answers and why), hidden
   on screen (``site/_static/course.css``) and shown by ``make book-pdf``, whose page runs no script;
+* a quiz cell shows the quiz, not the ``check_yourself(...)`` call (MyST-NB's ``remove-input``);
+* text that points at what this edition lacks says what it has (``SITE_WORDING``: the lecture plan, not "the
+  folded speaker notes"; an explorer's note: download the notebook, not ``make lab``);
 * each figure gets alt text: the figure's cell's leading comment or the sentence that introduces it;
 * links to repository files that are not pages of the site (``scripts/``, ``runs/``, ``utils/``)
-  point at the repository (``repository.url`` in ``site/_config.yml``);
+  point at the repository;
 * a notebook's appendix (``## Appendix: the measurements behind the claims`` and what follows) becomes
   a page of its own, the chapter's sub-page ``NN_name_appendix``, its headings one level up; the main
   line's links to it (``[Appendix A.2](#appendix-a2)``) lead there, and its links back to the
-  chapter (``#a-heading``) lead to the chapter's page.
+  chapter (``#a-heading``) lead to the chapter's page; it opens with a link back to its chapter.
 
-Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the learner's
-edition itself, the committed notebook byte for byte (answers folded, its bootstrap cell as it is, every
-output with the code that printed it): ``build`` puts it in ``_sources/notebooks/`` and points an appendix
-page's download, Colab and source links at its chapter's notebook.
+Each built page is then touched up: the theme's first-visit mode is "auto" (no console error), the download link
+saves the notebook, and a page with no maths loads no MathJax (1.3 MB of its 4 MB).
+
+**The repository's address** comes from one setting, ``REPO_URL`` (``make site REPO_URL=https://github.com/o/r``,
+the environment variable, or ``--repo-url``); ``site/_config.yml``'s ``repository.url`` is used only when it is not
+the placeholder the sources carry (``PLACEHOLDER_REPO``). With it, every place that names the repository names it:
+the Colab launch buttons, the "Repository" and "Show source" buttons, the links to repository files, and the
+placeholder in the notebooks' text and bootstrap cell (the downloads' too) and in the guides. Without it, the build
+ships no dead link: it leaves out the Colab launch, repository and source buttons, keeps the text of each link to a
+repository file without its link, and says in its log what it left out.
+
+Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the student
+edition of that chapter (``scripts/editions/nbgrader_course.py``'s ``release``, the notebook ``make student``
+writes: no hidden tests, no model answers, no mark schemes, no speaker notes, no outputs, no instructor
+metadata), since the site is public and a class may grade the same exercises: ``build`` puts it in
+``_sources/notebooks/`` and points an appendix page's download, Colab and source links at its chapter's notebook.
 """
 
 from __future__ import annotations
@@ -73,8 +88,14 @@ OUT = ROOT / "build" / "site"
 GUIDES = ["README.md", "SETUP.md", "RESULTS.md", "TESTING.md", "LECTURES.md", "INSTRUCTORS.md", "NOTATION.md",
           "CONTRIBUTING.md", "LAYOUT.md"]
 BEGIN_SOLUTION, END_SOLUTION, BEGIN_MARK, END_MARK, BEGIN_HIDDEN, END_HIDDEN = SOLUTION_DELIMITERS
-WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; open the notebook "
-               "in Jupyter (<code>make lab</code>, or Colab) to move its controls.</em></p>")
+WIDGET_LINE = ("<p class=\"course-widget-note\"><em>Interactive explorer: this is its saved figure; download the "
+               "notebook (the download button at the top of the page) and run it in Jupyter to move its controls.</em></p>")
+# What the committed text says of things this edition does not have, and what the site says instead.
+SITE_WORDING = [
+    ("A lecturer's minutes for presenting it are in the folded speaker notes.",
+     "A lecturer's minutes for presenting it are in the [lecture plan](../LECTURES.md)."),
+]
+APPENDIX_WORDING = [("Nothing above depends on these cells", "Nothing in the chapter depends on these cells")]
 README_TITLE = "The repository's front page (README)"   # not a second page titled as the landing page (search)
 ANSWER_PROMPTS = {"code_prompt_show": "Show the model answer", "code_prompt_hide": "Hide the model answer"}
 # a markdown link or image: [text](target) / ![alt](target), target without spaces
@@ -86,9 +107,41 @@ def config() -> dict:
     return yaml.safe_load((SITE / "_config.yml").read_text())
 
 
-def repo_url(cfg: dict) -> str:
-    repo = cfg["repository"]
-    return f"{repo['url'].rstrip('/')}/blob/{repo.get('branch', 'main')}"
+PLACEHOLDER_REPO = "https://github.com/attention-course/attention-course"   # pyproject.toml's, until published
+
+
+def repository(cfg: dict, given: str | None = None) -> str | None:
+    """The repository's address: ``given`` (``--repo-url``), else ``$REPO_URL``, else ``site/_config.yml``'s when it
+    is not the placeholder; None when none is named."""
+    url = (given or os.environ.get("REPO_URL") or cfg.get("repository", {}).get("url") or "").strip().rstrip("/")
+    return url if url and url != PLACEHOLDER_REPO else None
+
+
+def repo_url(cfg: dict, repo: str | None) -> str | None:
+    """The base of links to the repository's files (``<repo>/blob/<branch>``), or None."""
+    return f"{repo}/blob/{cfg.get('repository', {}).get('branch', 'main')}" if repo else None
+
+
+def book_config(cfg: dict, repo: str | None) -> tuple[dict, list[str]]:
+    """The book's _config.yml for this build, and what it left out (without a repository, the buttons that would
+    lead to it; Colab's launch button only opens a GitHub repository)."""
+    cfg, left_out = copy.deepcopy(cfg), []
+    cfg.setdefault("repository", {})["url"] = repo or ""
+    theme = cfg.setdefault("sphinx", {}).setdefault("config", {}).setdefault("html_theme_options", {})
+    if not repo:
+        cfg.setdefault("html", {})["use_repository_button"] = False
+        theme["use_source_button"] = False
+        left_out += ["the Repository button", "the Show source buttons"]
+    if not repo or not repo.startswith("https://github.com/"):
+        if cfg.get("launch_buttons", {}).get("colab_url"):
+            cfg["launch_buttons"]["colab_url"] = ""
+            left_out.append("the Colab launch buttons" + ("" if not repo else " (Colab opens GitHub repositories only)"))
+    return cfg, left_out
+
+
+def name_repository(text: str, repo: str | None) -> str:
+    """The placeholder address replaced by the repository's, when one is named."""
+    return text.replace(PLACEHOLDER_REPO, repo) if repo else text
 
 
 # ---------------------------------------------------------------- notebooks
@@ -212,6 +265,8 @@ def prepare_notebook(nb):
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
         if cell.cell_type == "markdown":
+            for old, new in SITE_WORDING:
+                cell.source = cell.source.replace(old, new)
             if is_answer(cell):  # an open question: the answer in its closed <details>, the mark scheme out
                 cell.source = drop_region(cell.source, BEGIN_MARK, END_MARK)
                 cell.source = _drop_lines(cell.source, lambda ln: BEGIN_SOLUTION in ln or END_SOLUTION in ln)
@@ -239,7 +294,8 @@ def prepare_notebook(nb):
             if was_widget and "image/png" in output.get("data", {}):
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_LINE}))
         quiz = QUIZ_CALL.search(cell.source)
-        if quiz:
+        if quiz:   # the reader sees the quiz, not the call that shows it (MyST-NB's remove-input)
+            tags.append("remove-input")
             outputs.append(nbformat.v4.new_output("display_data", data={"text/html": quiz_for_print(*quiz.groups())}))
         cell.outputs = outputs
         if any("image/png" in o.get("data", {}) for o in outputs):
@@ -249,6 +305,12 @@ def prepare_notebook(nb):
         cell.metadata.get("jupyter", {}).pop("source_hidden", None)
     nb.metadata.pop("widgets", None)
     return nb
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
 
 
 ANCHOR_LINK = re.compile(r"\[([^\]]+)\]\(#([^)\s]+)\)")
@@ -288,6 +350,10 @@ def split_appendix(nb, name: str):
         source = re.sub(r"(?m)^#(#{1,5}) ", r"\1 ", source)   # ## -> #, ### -> ##: the page's own title first
         if i == 0:   # "Appendix to 02: ...": unique in search, short enough for the PDF's contents line
             source = re.sub(r"(?m)^# Appendix: ", f"# Appendix to {title.split(' · ')[0]}: ", source, count=1)
+            back = f'<p class="course-appendix-back">← Back to the chapter: <a href="{name}.html">{html_escape(title)}</a></p>'
+            source = re.sub(r"(?m)^(# .*)$", lambda m: m.group(1) + "\n\n" + back, source, count=1)
+        for old, new in APPENDIX_WORDING:
+            source = source.replace(old, new)
         cell.source = source
     return chapter, appendix
 
@@ -311,9 +377,38 @@ def site_files() -> set[str]:
     return {f"notebooks/{p.name}" for p in all_notebooks()} | set(GUIDES) | {f"site/{p.name}" for p in SITE.glob("*.md")}
 
 
-def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str, copies: set[str]) -> str:
-    """Relative links to repository files that are not pages of the site go to the repository;
+HTML_ANCHOR = re.compile(r"""<a\s+href="([^"]+)"[^>]*>(.*?)</a>""", re.S)
+
+
+def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str | None, copies: set[str],
+                  unlinked: list | None = None) -> str:
+    """Relative links to repository files that are not pages of the site go to the repository (``base``);
+    with no repository (``base`` None) they lose their link and keep their text (each is added to ``unlinked``);
     images and other files the pages show (``copies``, filled here) are copied next to them."""
+
+    def to_repository(target: str) -> str | None:
+        """The repository path a relative link leads to when it is a repository file not on the site, else None."""
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
+            return None
+        repo_path = os.path.normpath(os.path.join(rel_dir, target.partition("#")[0])).replace(os.sep, "/")
+        if repo_path in pages or repo_path.startswith("..") or not (ROOT / repo_path).exists():
+            return None
+        return repo_path
+
+    if base is None:
+        def drop_md(m):
+            if m.group(1).startswith("!") or to_repository(m.group(2)) is None:
+                return m.group(0)
+            unlinked is not None and unlinked.append(m.group(2))
+            return m.group(1)[1:-2]
+
+        def drop_html(m):
+            if to_repository(m.group(1)) is None:
+                return m.group(0)
+            unlinked is not None and unlinked.append(m.group(1))
+            return m.group(2)
+
+        text = HTML_ANCHOR.sub(drop_html, MD_LINK.sub(drop_md, text))
 
     def fix(m):
         target = m.group(2)
@@ -327,8 +422,8 @@ def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str, copies: s
             if (ROOT / repo_path).is_file():
                 copies.add(repo_path)
                 return m.group(0)
-        if repo_path.startswith("..") or not (ROOT / repo_path).exists():
-            return m.group(0)  # left for Sphinx to report
+        if repo_path.startswith("..") or not (ROOT / repo_path).exists() or base is None:
+            return m.group(0)  # left for Sphinx to report (or, with no repository, already unlinked)
         kind = "tree" if (ROOT / repo_path).is_dir() else "blob"
         url = base.replace("/blob/", f"/{kind}/") + "/" + repo_path + (f"#{anchor}" if anchor else "")
         return m.group(1) + url + m.group(3)
@@ -336,18 +431,20 @@ def rewrite_links(text: str, rel_dir: str, pages: set[str], base: str, copies: s
     return HTML_LINK.sub(fix, MD_LINK.sub(fix, text))
 
 
-def assemble(src: Path = SRC) -> dict:
-    """Write the book's sources into ``src``; return counts for the summary line."""
+def assemble(src: Path = SRC, repo: str | None = None) -> dict:
+    """Write the book's sources into ``src`` for the repository ``repo`` (None: none named); return counts for the
+    summary line, and what was left out for want of a repository."""
     cfg = config()
-    base, pages, copies = repo_url(cfg), site_files(), set()
+    base, pages, copies, unlinked = repo_url(cfg, repo), site_files(), set(), []
     if src.exists():
         shutil.rmtree(src)
     (src / "notebooks").mkdir(parents=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy2(SITE / name, src / name)
+    book, left_out = book_config(cfg, repo)
+    (src / "_config.yml").write_text(yaml.safe_dump(book, sort_keys=False, allow_unicode=True))
     for page in SITE.glob("*.md"):
         (src / "site").mkdir(exist_ok=True)
-        (src / "site" / page.name).write_text(rewrite_links(page.read_text(), "site", pages, base, copies))
+        (src / "site" / page.name).write_text(
+            rewrite_links(name_repository(page.read_text(), repo), "site", pages, base, copies, unlinked))
     shutil.copytree(SITE / "_static", src / "_static")
     mathjax = vendored_dir("mathjax")
     shutil.copytree(mathjax, src / "_static" / mathjax.name)
@@ -355,7 +452,7 @@ def assemble(src: Path = SRC) -> dict:
         text = (ROOT / guide).read_text()
         if guide == "README.md":
             text = re.sub(r"\A# .*", f"# {README_TITLE}", text, count=1)
-        (src / guide).write_text(rewrite_links(text, "", pages, base, copies))
+        (src / guide).write_text(rewrite_links(name_repository(text, repo), "", pages, base, copies, unlinked))
     figures, appendices, notes = 0, [], 0
     for path in all_notebooks():
         committed = nbformat.read(path, as_version=4)
@@ -365,8 +462,9 @@ def assemble(src: Path = SRC) -> dict:
             if nb is None:
                 continue
             for cell in nb.cells:
+                cell.source = name_repository(cell.source, repo)
                 if cell.cell_type == "markdown":
-                    cell.source = rewrite_links(cell.source, "notebooks", pages, base, copies)
+                    cell.source = rewrite_links(cell.source, "notebooks", pages, base, copies, unlinked)
                 else:
                     figures += sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
             nbformat.write(nb, src / "notebooks" / target)
@@ -377,8 +475,10 @@ def assemble(src: Path = SRC) -> dict:
     for rel in sorted(copies):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
+    if unlinked:
+        left_out.append(f"the links of {len(unlinked)} mentions of repository files (their text kept)")
     return {"notebooks": len(all_notebooks()), "appendix pages": len(appendices), "figures": figures,
-            "copied": len(copies), "speaker notes": notes}
+            "copied": len(copies), "speaker notes": notes, "left out": left_out}
 
 
 # ---------------------------------------------------------------- build
@@ -389,12 +489,12 @@ def jupyter_book() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "jupyter_book.cli.main"]
 
 
-def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
-    work = ROOT / "build" / "site-jb"
+def build(src: Path = SRC, out: Path = OUT, strict: bool = True, repo: str | None = None) -> int:
+    work = out.with_name(out.name + "-jb")
     cmd = jupyter_book() + ["build", str(src), "--path-output", str(work), "--builder", "html", "--keep-going"]
     if strict:
         cmd.append("--warningiserror")
-    log = ROOT / "build" / "site-build.log"
+    log = out.with_name(out.name + "-build.log")
     with open(log, "w") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
     text = log.read_text()
@@ -410,12 +510,12 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True) -> int:
     shutil.copytree(work / "_build" / "html", out)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        fixed = name_toc_toggles(dedupe_scripts(text))
+        fixed = mathjax_where_needed(theme_mode(download_links(name_toc_toggles(dedupe_scripts(text)))))
         if page.parent.name == "notebooks" and page.stem.endswith("_appendix"):
             fixed = whole_notebook_links(fixed, page.stem)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
-    learners_downloads(out)
+    learners_downloads(out, repo)
     return 0
 
 
@@ -429,6 +529,32 @@ def name_toc_toggles(html: str) -> str:
                                     '<span class="toctree-toggle" role="presentation">')
 
 
+def theme_mode(html: str) -> str:
+    """A first visit has no stored mode, and pydata-sphinx-theme 0.17.1 then sets an empty one and logs "Got invalid
+    theme mode: . Resetting to auto." on every page: start from "auto" instead."""
+    return html.replace('dataset.mode = localStorage.getItem("mode") || "";',
+                        'dataset.mode = localStorage.getItem("mode") || "auto";')
+
+
+MATHJAX_TAG = re.compile(r'^\s*<script\b[^>]*(?:mathjax|MathJax)[^>]*>.*?</script>\s*$\n?', re.M)
+
+
+def mathjax_where_needed(html: str) -> str:
+    """MathJax (1.3 MB) only on a page with maths (MyST's ``math`` elements, or TeX delimiters in a quiz's output)."""
+    if 'class="math' in html or "\\(" in html or "$$" in html:
+        return html
+    return MATHJAX_TAG.sub("", html)
+
+
+DOWNLOAD_LINK = re.compile(r'<a (href="[^"]*\.ipynb") target="_blank"(\s+class="btn btn-sm btn-download-source-button)')
+
+
+def download_links(html: str) -> str:
+    """The "Download .ipynb" link saves the notebook (``download``), rather than opening its JSON in a new tab,
+    which is what a browser does with it from file://."""
+    return DOWNLOAD_LINK.sub(r'<a \1 download\2', html)
+
+
 def whole_notebook_links(html: str, stem: str) -> str:
     """An appendix page's download, Colab and source links: its chapter's notebook (the repository has no
     ``NN_name_appendix.ipynb``)."""
@@ -436,15 +562,26 @@ def whole_notebook_links(html: str, stem: str) -> str:
     return re.sub(r'((?:href|src)="[^"]*)' + re.escape(f"{stem}.ipynb"), rf"\g<1>{chapter}.ipynb", html)
 
 
-def learners_downloads(out: Path = OUT) -> int:
-    """Each chapter's "Download .ipynb" (``_sources/notebooks/<name>.ipynb``): the committed notebook, the
-    learner's edition, byte for byte; an appendix page's own copy is left out (its links go to the chapter's)."""
+def download_edition(path: Path, repo: str | None = None):
+    """What a chapter's "Download .ipynb" gives: the student edition of the committed notebook (nbgrader's
+    release, as ``make student`` writes it), the repository named where the placeholder was (``repo``)."""
+    from scripts.editions.nbgrader_course import release
+
+    nb = release(nbformat.read(path, as_version=4))
+    for cell in nb.cells:
+        cell.source = name_repository(cell.source, repo)
+    return nb
+
+
+def learners_downloads(out: Path = OUT, repo: str | None = None) -> int:
+    """Each chapter's "Download .ipynb" (``_sources/notebooks/<name>.ipynb``): the student edition of the
+    chapter (:func:`download_edition`); an appendix page's own copy is left out (its links go to the chapter's)."""
     sources = out / "_sources" / "notebooks"
     sources.mkdir(parents=True, exist_ok=True)
     for stale in sources.glob("*_appendix.ipynb"):
         stale.unlink()
     for path in all_notebooks():
-        shutil.copyfile(path, sources / path.name)
+        nbformat.write(download_edition(path, repo), sources / path.name)
     return len(all_notebooks())
 
 
@@ -469,6 +606,13 @@ def dedupe_scripts(html: str) -> str:
     return "\n".join(out)
 
 
+def placeholder_links(out: Path = OUT) -> int:
+    """Links (``href``) in the built pages that lead to the placeholder repository (Colab's launch links included)."""
+    path = PLACEHOLDER_REPO.removeprefix("https://")
+    return sum(len(re.findall(r'href="[^"]*' + re.escape(path), p.read_text(encoding="utf-8")))
+               for p in out.rglob("*.html"))
+
+
 def site_size(out: Path = OUT) -> tuple[int, int, int]:
     files = [p for p in out.rglob("*") if p.is_file()]
     return len(files), sum(p.stat().st_size for p in files), sum(1 for p in files if p.suffix == ".html")
@@ -478,20 +622,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prepare-only", action="store_true", help="only assemble build/site-src/")
     parser.add_argument("--no-strict", action="store_true", help="do not turn Sphinx warnings into errors")
+    parser.add_argument("--repo-url", default=None,
+                        help="the repository's address (default: $REPO_URL; none: no launch or repository buttons)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the built site (default {OUT.relative_to(ROOT)}); "
+                        "its sources go beside it, in <out>-src")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    counts = assemble()
-    print(f"assembled {SRC.relative_to(ROOT)}: {counts['notebooks']} notebooks ({counts['figures']} figures, "
-          f"{counts['speaker notes']} speaker notes left out), {len(GUIDES)} guides, {counts['copied']} other files, "
-          f"in {time.perf_counter() - start:.1f} s")
+    out = args.out.resolve()
+    src = SRC if out == OUT else out.with_name(out.name + "-src")
+    repo = repository(config(), args.repo_url)
+    counts = assemble(src, repo)
+    print(f"assembled {src.relative_to(ROOT) if src.is_relative_to(ROOT) else src}: {counts['notebooks']} notebooks "
+          f"({counts['figures']} figures, {counts['speaker notes']} speaker notes left out), {len(GUIDES)} guides, "
+          f"{counts['copied']} other files, in {time.perf_counter() - start:.1f} s")
+    if repo:
+        print(f"repository: {repo} (Colab launch, Repository and Show source buttons, links to its files)")
+    else:
+        print("repository: none named (set `make site REPO_URL=https://github.com/OWNER/NAME` or $REPO_URL); left out "
+              + "; ".join(counts["left out"]) + f". The downloads' bootstrap cell still names {PLACEHOLDER_REPO}.")
     if args.prepare_only:
         return 0
-    rc = build(strict=not args.no_strict)
+    rc = build(src, out, strict=not args.no_strict, repo=repo)
     if rc:
         return rc
-    n, size, html_pages = site_size()
-    print(f"site: {OUT.relative_to(ROOT)} holds {html_pages} HTML pages, {n} files, {size / 1e6:.1f} MB; "
-          f"built in {time.perf_counter() - _STARTED:.0f} s (open {OUT.relative_to(ROOT)}/index.html)")
+    n, size, html_pages = site_size(out)
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    print(f"site: {shown} holds {html_pages} HTML pages, {n} files, {size / 1e6:.1f} MB, "
+          f"{placeholder_links(out)} links to the placeholder repository; built in "
+          f"{time.perf_counter() - _STARTED:.0f} s (open {shown}/index.html)")
     return 0
 
 

@@ -37,8 +37,18 @@
     }
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
-  else setup();
+  // On a phone the contents drawer (a <dialog>) stayed open over the section a tap on it jumped to: close it.
+  function closeOnJump() {
+    const drawer = document.getElementById("pst-secondary-sidebar-modal");
+    if (!drawer) return;
+    drawer.addEventListener("click", (event) => {
+      const link = event.target.closest("a[href]");
+      if (link && drawer.open && link.getAttribute("href").includes("#")) drawer.close();
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => { setup(); closeOnJump(); });
+  else { setup(); closeOnJump(); }
 })();
 
 /* Search: a result's summary is the text around the words searched for (issue 41, "weak search snippets").
@@ -62,11 +72,24 @@
     if (anchor && article) {
       try { root = article.querySelector(anchor) || article; } catch (e) { root = article; }
     }
-    return root ? root.textContent.replace(/\s+/g, " ").trim() : "";
+    // the maths' TeX delimiters (\( \) \[ \]) are not typeset in a snippet: left out
+    return root ? root.textContent.replace(/\\[()[\]]/g, "").replace(/\s+/g, " ").trim() : "";
   }
 
+  // Opened from files (file://), the browser lets no page fetch another, so a result's snippet cannot be read: the
+  // results are listed without snippets (no failed fetch), and the page says how to have them.
+  if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
+    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
+  }
   window.addEventListener("DOMContentLoaded", () => {
     if (typeof Search === "undefined" || !document.getElementById("search-results")) return;
+    if (window.location.protocol === "file:") {
+      const note = document.createElement("p");
+      note.className = "course-search-note";
+      note.textContent = "Opened from files, the search lists the pages without the text around each hit; served " +
+        "over http (python -m http.server, in the site's folder) it shows it.";
+      document.getElementById("search-results").before(note);
+    }
     const typed = (new URLSearchParams(window.location.search).get("q") || "")
       .toLowerCase().split(/\s+/).filter(Boolean);
     Search.htmlToText = articleText;
@@ -88,4 +111,33 @@
       return summary;
     };
   });
+})();
+
+/* "Check yourself" quizzes (utils/quiz.py): a number box opens a phone's number keyboard (inputmode) and has a
+ * Check button, since a phone's keyboard may send no Enter keypress, the only way jupyterquiz submits. The quiz
+ * outputs committed before utils/quiz.py did this themselves get it here; a box done once is left alone. */
+(function () {
+  "use strict";
+  function ready(root) {
+    root.querySelectorAll(".Quiz .Input-text").forEach(function (box) {
+      if (box.dataset.courseReady) return;
+      box.dataset.courseReady = "1";
+      box.setAttribute("aria-label", "Your answer, a number; press Enter or Check");
+      box.setAttribute("inputmode", "decimal");
+      box.setAttribute("enterkeyhint", "done");
+      const check = document.createElement("button");
+      check.type = "button";
+      check.className = "course-quiz-check";
+      check.textContent = "Check";
+      check.addEventListener("click", function () {
+        if (box.onkeypress) box.onkeypress.call(box, {which: 13, keyCode: 13});
+      });
+      box.insertAdjacentElement("afterend", check);
+    });
+  }
+  function watch() {
+    ready(document);
+    new MutationObserver(function () { ready(document); }).observe(document.body, {childList: true, subtree: true});
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch); else watch();
 })();

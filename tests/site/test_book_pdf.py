@@ -5,7 +5,10 @@ figures on the site). A reader can navigate it: a contents page with the page ea
 an outline (bookmarks) with a top-level entry per page of the site and its sections under it, links between
 chapters that lead inside the PDF, none to the local server that printed it. Runs under `make test-site`
 (marker `site`), after the site is built, and before tests/site/test_site.py, whose link check finds the copy it
-leaves in build/site/course.pdf (the landing page links it)."""
+leaves in build/site/course.pdf (the landing page links it).
+
+Issue 53: no page ends in an empty code frame (a pixel scan of every page: ink in every framed box), and the model
+answers and the quizzes' answers are printed at the end of the book, each place they were saying on which page."""
 
 from __future__ import annotations
 
@@ -47,6 +50,9 @@ def pdf(tmp_path_factory):
 
     reader = PdfReader(out)
     return [page.extract_text() or "" for page in reader.pages], reader
+
+
+PDF_PATH = ROOT / "build" / "site-test" / "course.pdf"   # where the fixture above prints it
 
 
 def _squash(text: str) -> str:
@@ -138,7 +144,7 @@ def test_the_outline_has_a_bookmark_for_every_page_of_the_site_and_its_sections(
     _, reader = pdf
     top = [item for item in reader.outline if not isinstance(item, list)]
     assert top[0].title == "Contents" and reader.get_destination_page_number(top[0]) == 0
-    assert len(top) == len(chapters) + 1, [t.title for t in top]
+    assert len(top) == len(chapters) + 2 and top[-1].title == "Model answers", [t.title for t in top]
     for item, (path, start, _) in zip(top[1:], chapters):
         assert _squash(item.title) == _squash(_title(path)), (item.title, path)
         assert reader.get_destination_page_number(item) == start, f"{item.title}: bookmark to page {reader.get_destination_page_number(item) + 1}, the page begins on {start + 1}"
@@ -191,3 +197,59 @@ def test_no_speaker_notes_in_the_readers_pdf(pdf):
     (before: 123 folded "Speaker notes (for a lecturer ...)" lines, which a PDF cannot open)."""
     texts, _ = pdf
     assert _squash(" ".join(texts)).count("Speaker notes (for a lecturer") == 0
+
+
+# ------------------------------------------------------------------ what a page cannot open, and empty frames
+
+
+def _answers_start(texts) -> int:
+    """The index of the PDF page the "Model answers" section begins on (the book's last section)."""
+    starts = [i for i, t in enumerate(texts) if t.lstrip().startswith("Model answers")]
+    assert starts, "no page begins with the Model answers section"
+    return starts[-1]
+
+
+def test_no_page_ends_in_an_empty_code_frame(pdf):
+    """Every page rendered (72 dpi) and every code frame on it (a code cell's green bar and its grey box) holds
+    ink: no frame printed empty at the foot of a page with its code on the next (before: 180 empty frames)."""
+    texts, _ = pdf
+    empty = book_pdf.empty_code_frames(PDF_PATH)
+    assert empty is not None, "pypdfium2 is not installed (pyproject.toml's site group: `make test-site` installs it)"
+    assert empty == [], f"{len(empty)} empty code frames, on pages {sorted({p for p, _ in empty})[:20]}"
+    import pypdfium2 as pdfium
+    from PIL import Image  # noqa: F401
+
+    doc = pdfium.PdfDocument(str(PDF_PATH))
+    frames = sum(len(book_pdf.code_frames(doc[i].render(scale=1).to_pil().convert("RGB"))) for i in range(0, len(doc), 7))
+    doc.close()
+    assert frames > 50, f"only {frames} code frames found on every 7th page: the scan no longer sees them"
+    print(f"\n0 empty code frames on {len(texts)} pages ({frames} frames found on every 7th page)")
+
+
+def test_the_model_answers_are_at_the_end_and_each_place_says_where(pdf):
+    """No "Show the model answer" bar (a page cannot open it): each code model answer (its first line) and each
+    open question's answer is printed in the Model answers section at the end, and the quizzes' answers too; every
+    "Model answer: page N" / "Answers: page N" in the book names a page of that section."""
+    import nbformat
+
+    texts, _ = pdf
+    start = _answers_start(texts)
+    body, end = _squash(" ".join(texts[:start])), _squash(" ".join(texts[start:]))
+    bars = re.findall(r"(?<![“\"])(?:Show the model answer|Show code cell source)", body)   # (TESTING.md quotes one)
+    assert bars == [], f"{len(bars)} toggle bars a page cannot open"
+    answers = 0
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                first = next(ln for ln in cell.source.splitlines() if ln.strip() and "###" not in ln)
+                assert _squash(first) in end, f"{path.name}: the model answer {first!r} is not in the Model answers"
+                assert _squash(first) not in body or len(first) < 25, f"{path.name}: {first!r} before the end"
+                answers += 1
+    texts, reader = pdf
+    laid_out = " ".join(_squash(reader.pages[i].extract_text(extraction_mode="layout")) for i in range(start))   # the
+    refs = [int(n) for n in re.findall(r"(?:Model answer|Answers): page\s*(\d+)", laid_out)]   # numbers laid over the page
+    assert len(refs) >= answers + 10, f"{len(refs)} references to the answers for {answers} code answers"
+    assert all(start + 1 <= n <= len(texts) for n in refs), [n for n in refs if not start + 1 <= n <= len(texts)]
+    assert "Answers 1." not in body
+    print(f"\n{answers} code model answers and {len(refs) - answers} other answers (open questions, quizzes) at the "
+          f"end, pages {start + 1}-{len(texts)}; {len(refs)} references to them, each naming a page there")
