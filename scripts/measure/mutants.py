@@ -175,7 +175,8 @@ def sites(source: str, int_globals: list[str], all_globals: list[str]):
     out = []
 
     def expr(node, new, op):
-        out.append((node, f"({new})" if not isinstance(new, str) else new, op))
+        simple = re.fullmatch(r"[\w.]+|globals\(\)\['\w+'\]", new)
+        out.append((node, new if simple else f"({new})", op))   # parentheses: the precedence stays
 
     # the functions' parameters, and which of them size a module (nn.Embedding(vocab_size, ...)) or have int defaults
     params, int_params = {}, set()
@@ -300,17 +301,17 @@ def _keys(mutants: list[Mutant]) -> None:
 
 def generate(exercise: str, source: str, int_globals=(), all_globals=()) -> list[Mutant]:
     """Every mutant of one answer cell, in a fixed order, each with a stable key; duplicates removed."""
-    out, texts = [], {source}
+    out, trees = [], {ast.dump(ast.parse(source))}
     for node, new, op in sites(source, list(int_globals), list(all_globals)):
         old = ast.get_source_segment(source, node) or _u(node)
         mutated = _splice(source, node, new)
-        if mutated in texts:
-            continue
         try:
-            ast.parse(mutated)
+            tree = ast.dump(ast.parse(mutated))
         except SyntaxError:
             continue
-        texts.add(mutated)
+        if tree in trees:   # the same program as the answer or as an earlier mutant
+            continue
+        trees.add(tree)
         out.append(Mutant(exercise, op, old, new, node.lineno, mutated))
     _keys(out)
     return out
@@ -413,6 +414,8 @@ def run_notebook(number: str, *, exercises=None, stride: int = 1, keys=None, env
 
     nb, section, answers, checks = prepare(number)
     log = log or (lambda s: None)
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})    # the judge draws its cases here, the kernel its own: the same seeds
     judge = Judge(nb)
     kernel = Kernel(notebook_path(number).parent)
     results = []
@@ -481,6 +484,11 @@ def run_notebook(number: str, *, exercises=None, stride: int = 1, keys=None, env
                     assert err is None, f"{number}: the model answer {ex} fails when run again: {err}"
     finally:
         kernel.close()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return results
 
 
