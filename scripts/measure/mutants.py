@@ -422,14 +422,16 @@ def run_notebook(number: str, *, exercises=None, stride: int = 1, keys=None, env
     try:
         if env:
             kernel.run("import os\n" + "".join(f"os.environ[{k!r}] = {v!r}\n" for k, v in env.items()))
-        for cell in section:
-            if cell.cell_type == "code":
-                err = kernel.run(cell.source)
-                assert err is None, f"{number}: the model answers' section fails at\n{cell.source[:300]}\n{err}"
         names = setup_names(section)
-        kernel.run("import json as _j\nprint(_j.dumps([n for n in %r if isinstance(globals().get(n), int) "
-                   "and not isinstance(globals().get(n), bool)]))" % names)
-        int_globals = json.loads(kernel.stdout.strip().splitlines()[-1])
+        # an exercise's mutants run where the section stands after its last check cell: the globals as the
+        # learner's kernel holds them there (a later cell may rebind a set-up name)
+        last_check = {id(cs[-1]): ex for ex, cs in checks.items() if cs}
+
+        def int_globals() -> list[str]:
+            kernel.run("import json as _j\nprint(_j.dumps([n for n in %r if isinstance(globals().get(n), int) "
+                       "and not isinstance(globals().get(n), bool)]))" % names)
+            return json.loads(kernel.stdout.strip().splitlines()[-1])
+
         with tempfile.TemporaryDirectory(prefix="mutants-") as root:
             def attempt(ex: str, source: str, tag: str, limits: dict[str, float] | None):
                 """(outcome, where, seconds per cell)"""
@@ -466,13 +468,18 @@ def run_notebook(number: str, *, exercises=None, stride: int = 1, keys=None, env
                         failed = f"{gid} judged: {str(reason)[:200]}"
                 return ("hidden", failed, times) if failed else ("survived", "", times)
 
-            for ex in answers:
-                if exercises and ex not in exercises:
+            for cell in section:
+                if cell.cell_type != "code":
+                    continue
+                err = kernel.run(cell.source)
+                assert err is None, f"{number}: the model answers' section fails at\n{cell.source[:300]}\n{err}"
+                ex = last_check.get(id(cell))
+                if ex is None or (exercises and ex not in exercises):
                     continue
                 outcome, where, times = attempt(ex, answers[ex], f"{ex}-model", None)
                 assert outcome == "survived", f"{number} {ex}: the model answer fails its own checks: {where}"
                 limits = {k: max(60.0, 4 * v) for k, v in times.items()}
-                mutants = generate(ex, answers[ex], int_globals, names)[::stride]
+                mutants = generate(ex, answers[ex], int_globals(), names)[::stride]
                 if keys is not None:
                     mutants = [m for m in mutants if m.key in keys]
                 for i, m in enumerate(mutants):
@@ -482,6 +489,8 @@ def run_notebook(number: str, *, exercises=None, stride: int = 1, keys=None, env
                     log(f"  {number} {m.key}: {outcome}{' (' + where[:100] + ')' if where else ''}")
                     err = kernel.run(answers[ex])
                     assert err is None, f"{number}: the model answer {ex} fails when run again: {err}"
+                for check in checks[ex]:   # the globals the checks bind, as the model answer leaves them
+                    kernel.run(check.source.partition(HIDDEN)[0])
     finally:
         kernel.close()
         for k, v in saved.items():
