@@ -14,6 +14,8 @@
 #                        (make test runs it on 07 and 10, with a few of the attacks)
 #   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
 #                        (make test runs 04 and 09)
+#   make test-mutants    every exercise's model answer mutated (scripts/measure/mutants.py): per exercise, mutants killed
+#                        by a visible check, only by the hidden tests, surviving; MUTANT_NOTEBOOKS="02 04" picks notebooks
 #   make test-fuzz       every public door of utils fuzzed from its contract, FUZZ_EXAMPLES=200 valid inputs a door
 #                        and every slip of each, and the per-door table (make test runs 2 a door, seed 0)
 #   make doctor     what this computer has (OS, Python, PyTorch build, device, JupyterLab, widgets, kernel,
@@ -64,7 +66,7 @@ XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadscope,)
 VARIANT ?= student
 NOTEBOOKS ?=
 
-.PHONY: test-flaky test-fuzz test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
+.PHONY: test-flaky test-fuzz test-mutants test-busy sandbox-tools test-oldest test-oldest-torch test-beside install lab test test-portable test-browser test-utils test-notebooks student course test-grading test-checks slides handouts clean doctor test-standalone constraints site test-site book-pdf hub-env hub-proxy test-hub
 
 install: $(STAMP)
 
@@ -172,6 +174,13 @@ test-checks: $(STAMP)
 	@start=$$(date +%s); \
 	COURSE_WRONG_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_wrong_answers.py $(PYTEST_ARGS); rc=$$?; \
 	echo "wrong-answer run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# Issue 50: the checks measured by mutation; one kernel at a time, niced (tests/test_mutants.py runs two notebooks in make test).
+MUTANT_NOTEBOOKS ?=
+test-mutants: $(STAMP)
+	@start=$$(date +%s); \
+	MUTANT_NOTEBOOKS="$(MUTANT_NOTEBOOKS)" nice -n 10 $(BIN)/python scripts/measure/mutants.py --survivors; rc=$$?; \
+	echo "mutation run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Issue 51: the doors fuzzed from their contracts (tests/fuzz_doors.py) with a large budget; exits 1 on a valid
 # input refused, a result that disagrees with its reference, or a slip that is silent or obscure.

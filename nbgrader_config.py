@@ -11,6 +11,7 @@ _REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(_REPO))
 from scripts.editions.nbgrader_course import (  # noqa: E402
     RELEASE_PREPROCESSORS,
+    SANITIZE_PREPROCESSORS,
     ExerciseSectionExecute,
     ReviewRules,
     WaitingCsvExport,
@@ -33,6 +34,10 @@ c.CourseDirectory.root = str(_REPO / "course")
 # timestamps, no collapsed cells in what students get).
 c.GenerateAssignment.preprocessors = RELEASE_PREPROCESSORS
 c.ClearMarkScheme.enforce_metadata = False  # mark schemes live in the open questions' answer cells (RELEASE_CONFIG)
+
+# Autograde's first pass: nbgrader's, with OverwriteReleasedCells for OverwriteCells, so an untouched check
+# cell with hidden tests is not reported as changed (jupyter/nbgrader#1961; a changed one still is).
+c.Autograde.sanitize_preprocessors = SANITIZE_PREPROCESSORS
 
 # Autograde runs only the `## Exercises` section of a submission (self-contained by the course's
 # convention), not the demonstration training above it: nbgrader's default pipeline otherwise, and

@@ -97,7 +97,13 @@ def test_compare_handles_nesting_nan_inf_and_tolerances():
     assert "items" in cases.compare([t], (t, t))
     assert "[1]['a']" in cases.compare((t, {"a": 1.0}), (t, {"a": 2.0}))
     assert "a number at [1] where NaN" in cases.compare(torch.tensor([1.0, 0.0, -math.inf]), t)
-    assert "an infinity" in cases.compare(torch.tensor([1.0, math.nan, math.inf]), t)
+    assert "an infinity (inf) at [2] where -inf is expected" in cases.compare(torch.tensor([1.0, math.nan, math.inf]), t)
+    # issue 50: a correctly placed -inf elsewhere does not make a finite slip read as "an infinity"
+    kept = torch.tensor([0.5, -math.inf, 0.25, -math.inf])
+    assert cases.compare(torch.tensor([0.5, -math.inf, 0.25, 0.1]), kept) == \
+        "a number (0.1) at [3] where -inf is expected"
+    assert cases.compare(torch.tensor([0.5, -math.inf, -math.inf, -math.inf]), kept) == \
+        "an infinity (-inf) at [2] where 0.25 is expected"
     assert cases.compare(torch.tensor([1.0]), torch.tensor([1.0 + 1e-4]), atol=1e-3) is None
     assert "max |difference|" in cases.compare(torch.tensor([1.0]), torch.tensor([1.0 + 1e-4]))
     assert "different values" in cases.compare(torch.tensor([1.0]), torch.tensor([1.0 + 1e-7]), exact=True)

@@ -302,10 +302,14 @@ def course(tmp_path_factory):
                 os.environ.pop("COURSE_GRADING_SCAN", None)
             assert result["success"], f"autograde {aid} {student} failed:\n{result.get('error')}\n{result.get('log')}"
             graded[aid, student] = time.time() - t
+            LOGS[aid, student] = result.get("log") or ""
     for (aid, student), s in graded.items():
         print(f"autograde {aid} {student}: {s:.1f} s")
     print(f"round trip ({len(paths)} notebooks, build + autograde): {time.time() - start:.1f} s")
     return root, paths
+
+
+LOGS: dict[tuple[str, str], str] = {}   # (assignment, student) -> autograde's log
 
 
 def scores(root, aid, nb_name, student, review=False):
@@ -333,6 +337,17 @@ def test_make_student_is_the_nbgrader_release(course):
         graded = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
         assert graded and all("checksum" in c.metadata.nbgrader and "cell_type" in c.metadata.nbgrader for c in graded)
         assert all(c.metadata.nbgrader["locked"] for c in graded if c.cell_type == "code")
+
+
+def test_untouched_check_cells_grade_without_a_checksum_warning(course):
+    """Issue 50: nbgrader keeps a check cell's checksum with its hidden tests (jupyter/nbgrader#1961), so every
+    honest autograde warned "Attribute 'checksum' ... has changed!" for each check cell with a hidden block;
+    ``OverwriteReleasedCells`` (nbgrader_config.py) tells an untouched cell from an edited one."""
+    honest = {k: log for k, log in LOGS.items() if k[1] in ("stub", "solution")}
+    assert honest, "no honest submission was graded"
+    for (aid, student), log in honest.items():
+        warned = [line for line in log.splitlines() if "Attribute 'checksum'" in line]
+        assert not warned, f"autograde {aid} {student}, check cells untouched:\n" + "\n".join(warned)
 
 
 def test_stubs_score_zero(course):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,11 @@ def _label(key: str, value: Any) -> str:
     return value if isinstance(value, str) else f"{key}={value}"
 
 
+SEED_ENV = "COURSE_CASES_SEED"   # added to every case's seed: other draws of the same cases (tests/test_mutants.py)
+
+
 def _make(make: Callable[..., Any], name: str, seed: int, params: Mapping[str, Any]) -> Case:
+    seed += 1000 * int(os.environ.get(SEED_ENV, "0") or 0)
     out = make(torch.Generator().manual_seed(seed), **params)
     if isinstance(out, Case):
         return out
@@ -186,8 +191,12 @@ def compare(got: Any, want: Any, *, atol: float = 1e-6, rtol: float = 1e-5, exac
             return f"{at}a number{_where(nan_w & ~nan_g)} where NaN is expected"
         g, w = g.masked_fill(nan_w, 0), w.masked_fill(nan_w, 0)
         inf = torch.isinf(g) | torch.isinf(w)
-        if (g[inf] != w[inf]).any():
-            return f"{at}{'an infinity' if torch.isinf(g[inf]).any() else 'a number'} where another value is expected"
+        off = inf & (g != w)   # the mismatched positions only: a correctly placed infinity says nothing
+        if off.any():
+            i = tuple(torch.nonzero(off)[0].tolist())
+            gv, wv = g[i].item(), w[i].item()
+            what = "an infinity" if math.isinf(gv) else "a number"
+            return f"{at}{what} ({gv:g}){_where(off)} where {wv:g} is expected"
         g, w = g.masked_fill(inf, 0), w.masked_fill(inf, 0)
         if exact:
             bad = g != w

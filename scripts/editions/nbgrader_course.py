@@ -44,13 +44,17 @@ from nbgrader.preprocessors import (
     ClearOutput,
     ClearSolutions,
     ComputeChecksums,
+    DeduplicateIds,
     Execute,
     IncludeHeaderFooter,
     InstantiateTests,
     LockCells,
     NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveCells,
 )
+from nbgrader.api import MissingEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -618,6 +622,37 @@ class WaitingCsvExport(CsvExportPlugin):
         if waiting:
             self.log.warning("%s points wait for a person (column points_waiting; the formgrader lists the cells "
                              "marked 'needs manual grade'): they count 0 in score until graded", f"{waiting:g}")
+
+
+class OverwriteReleasedCells(OverwriteCells):
+    """nbgrader's ``OverwriteCells`` without the false alarm on every untouched check cell (issue 50).
+
+    The gradebook keeps a check cell as the source notebook has it, hidden tests included, with the
+    checksum computed before ``ClearHiddenTests`` (nbgrader's own order, jupyter/nbgrader#1961); the
+    release, and so an untouched submission, holds the cell without them. ``OverwriteCells`` compares the
+    two, so autograde warned "Attribute 'checksum' for cell exN_check has changed!" for every check cell
+    with a hidden block (eight in 02 and in 06), in the words it uses for a tampered cell. Here a locked
+    cell whose source is exactly the gradebook's with the hidden block cleared gets the gradebook's source
+    back first (what ``OverwriteCells`` does after its warning); any other difference is left to
+    ``OverwriteCells``, which warns and restores the cell as before.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and cell.cell_type == "code":
+            try:
+                source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source_cell = None
+            if source_cell is not None and source_cell.locked and source_cell.cell_type == "code":
+                released = nbformat.v4.new_code_cell(source_cell.source)
+                if ClearHiddenTests()._remove_hidden_test_region(released) and cell.source == released.source:
+                    cell.source = source_cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+# Autograde's first pass: nbgrader's, with OverwriteReleasedCells for OverwriteCells.
+SANITIZE_PREPROCESSORS = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteReleasedCells, CheckCellMetadata]
 
 
 # nbgrader's GenerateAssignment.preprocessors, with ClearReleaseMetadata after ClearOutput.
