@@ -119,7 +119,7 @@ def test_the_notebook_holds_the_cells_the_script_writes(path):
         assert "text/html" in kinds and "application/javascript" in kinds, f"{path.name}: quiz cell not executed"
     r = main_line.row(path)
     assert r["quiz_questions"] == len(_all(path.name[:2]))
-    assert r["quiz_minutes"] <= 8 * 20 / 60
+    assert r["quiz_minutes"] <= 8 * main_line.MIN_PER_QUIZ_QUESTION   # at most 8 questions, by the minute rule
 
 
 def test_the_quiz_output_needs_nothing_from_outside(capsys):

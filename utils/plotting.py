@@ -15,7 +15,7 @@ import torch
 from utils.checks import Float, contract
 from utils.training import History
 
-__all__ = ["plot_attention", "plot_attention_grid", "plot_loss"]
+__all__ = ["plot_attention", "plot_attention_grid", "plot_loss", "plot_by_length"]
 
 
 def _fits_tokens(weights: torch.Tensor, query_tokens: Sequence[str], key_tokens: Sequence[str], **_) -> None:
@@ -139,4 +139,18 @@ def plot_loss(history: History, ax: plt.Axes | None = None, window: int = 20, la
         ax.set_title(title)
     ax.legend()
     ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_by_length(curves: dict[str, Sequence[dict]], ylabel: str = "BLEU (tokenized)",
+                   title: str = "Quality falls with length", key: str = "bleu", ax: plt.Axes | None = None) -> plt.Axes:
+    """One line per model of a score against sentence length: ``curves`` maps a label to the rows of
+    :func:`utils.translation.bleu_by_length` (each with ``mean_len`` and ``key``), one point per length bucket."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for label, rows in curves.items():
+        ax.plot([r["mean_len"] for r in rows], [r[key] for r in rows], "o-", label=label)
+    ax.set(xlabel="source sentence length (tokens, bucket mean)", ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
     return ax

@@ -28,11 +28,12 @@ from .attention import refuse_inverted
 from .checks import Bool, Float, Ids, Tensor, contract
 from .text import PairBatch, check_ids
 from .training import to_device
+from .translation import TranslationData
 
 __all__ = [
     "Encoder", "EncoderOutput", "Score", "CosineScore", "AdditiveScore", "DotScore", "ScaledDotScore",
     "SCORES", "make_score", "masked_softmax", "attend", "Decoder", "Seq2Seq", "seq2seq_loss",
-    "greedy_decode", "beam_search", "Hypothesis", "make_decode_fn",
+    "greedy_decode", "beam_search", "Hypothesis", "make_decode_fn", "alignment", "inversions", "train_toy_reverser",
 ]
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
@@ -541,3 +542,54 @@ def make_decode_fn(model: Seq2Seq, method: str = "greedy", beam_size: int = 5, a
         return beam_search(model, batch.src, batch.src_mask, beam_size, max_len, alpha)[0]
 
     return decode
+
+
+# --------------------------------------------------------------------------- notebook 03's tools, out of its main line
+
+
+def alignment(model: Seq2Seq, data: TranslationData, i: int) -> tuple[torch.Tensor, list[str], list[str]]:
+    """The attention map of ``model``'s greedy translation of test pair ``i``: ``(weights, output tokens, source
+    tokens)``, weights of shape (output tokens, S), one row per word written (``<eos>`` left out), the source
+    tokens with ``<bos>`` and ``<eos>`` (notebook 03's maps)."""
+    from .text import collate_pairs
+
+    b = to_device(collate_pairs([data.test[i]]), next(model.parameters()).device)
+    ids, ws = greedy_decode(model, b.src, b.src_mask)
+    if ws[0] is None:
+        raise ValueError("model: it has no attention (Seq2Seq(..., attention=None)), so there is no map")
+    src_tokens = data.src_vocab.decode(b.src[0], strip_special=False)
+    out_tokens = data.tgt_vocab.decode(ids[0])  # stops before <eos>
+    return ws[0][: len(out_tokens)], out_tokens, src_tokens
+
+
+@contract
+def inversions(w: Float["n_out S"]) -> int:
+    """Pairs of output words whose most-attended source positions come in the opposite order: 0 for a map that
+    keeps the source's word order, more the more it crosses."""
+    best = w.argmax(1).tolist()
+    return sum(best[p] > best[q] for p in range(len(best)) for q in range(p + 1, len(best)))
+
+
+def train_toy_reverser(attention: str | None, seed: int, train: list[tuple[list[int], list[int]]], test: PairBatch,
+                       vocab_size: int, epochs: int = 3) -> tuple[Seq2Seq, float, float | None]:
+    """Notebook 03's toy reverser with one score function (``None``: no attention): a bidirectional GRU
+    encoder-decoder (embeddings 32, encoder 32 a direction, decoder 64) trained with Adam (3e-3, batches of 64
+    shuffled by ``seed``) for ``epochs`` epochs on ``train``; returns ``(model, exact, peak)``: the share of
+    ``test``'s sequences decoded greedily exactly right, and the mean largest attention weight (``None`` without
+    attention)."""
+    from torch.utils.data import DataLoader
+
+    from .text import collate_pairs
+    from .training import fit, set_seed
+
+    set_seed(seed)
+    m = Seq2Seq(vocab_size, vocab_size, emb_dim=32, enc_hidden=32, dec_hidden=64, bidirectional=True,
+                attention=attention).to(test.src.device)
+    loader = DataLoader(train, batch_size=64, shuffle=True, collate_fn=collate_pairs,
+                        generator=torch.Generator().manual_seed(seed))
+    fit(m, seq2seq_loss, loader, torch.optim.Adam(m.parameters(), lr=3e-3), epochs=epochs, progress=False)
+    refs = [t[1:] for t in test.tgt.tolist()]   # without <bos>, ending in <eos>
+    ids, ws = greedy_decode(m, test.src, test.src_mask)
+    exact = sum(p == r[: r.index(EOS_ID) + 1] for p, r in zip(ids, refs)) / len(refs)
+    peak = None if ws[0] is None else torch.cat([w.max(-1).values for w in ws]).mean().item()
+    return m, exact, peak

@@ -37,6 +37,7 @@ __all__ = [
     "load_checkpoint",
     "count_parameters",
     "perplexity",
+    "graph_depth",
     "CheckpointError",
 ]
 
@@ -544,3 +545,22 @@ def perplexity(loss: float) -> float:
                         f"average them first, e.g. perplexity(sum(losses) / len(losses)), or take history.val_loss[-1]")
     loss = checks.number(loss, "loss", at_least=0.0, what="a mean cross-entropy in nats")
     return math.exp(min(loss, 50.0))
+
+
+@checks.contract
+def graph_depth(t: checks.Tensor["..."]) -> int:
+    """The longest chain of operations in ``t``'s autograd graph, from the inputs to ``t`` (notebook 02: a GRU's
+    last state is one step deeper for every token; a running mean's depth does not grow). ``t`` must have been
+    computed from a tensor that requires grad. Walked without recursion, so a graph thousands deep is fine."""
+    if t.grad_fn is None:
+        raise ValueError("t: no autograd graph (compute it from a tensor with requires_grad=True)")
+    longest, stack = {}, [(t.grad_fn, False)]
+    while stack:
+        fn, parents_done = stack.pop()
+        inputs = [f for f, _ in fn.next_functions if f is not None]
+        if parents_done:
+            longest[fn] = 1 + max((longest[f] for f in inputs), default=0)
+        elif fn not in longest:
+            stack.append((fn, True))
+            stack.extend((f, False) for f in inputs if f not in longest)
+    return longest[t.grad_fn]

@@ -5,28 +5,34 @@ Two kinds of minutes appear in a notebook, and each says which it is: this line 
 time (reading the section and trying its code); a speaker note's ``**Lecture time:** N min`` is a
 lecturer's time for presenting it (LECTURES.md adds those up per lecture).
 
-The rule (an estimate, the same for every notebook): prose at 150 words a minute (technical text
-with equations), code at 8 lines a minute (read it, predict what it prints, check; a line is a logical
-line, a statement or a compound statement's header, so a statement wrapped to the page's width over several
-lines counts once: scripts/authoring/code_width.py), and 1 minute
-for each figure; a "Check yourself" quiz cell (``utils.quiz``) 20 seconds a question (read it, click, read
-the feedback), in place of its code lines; rounded up, at least 1. Waiting for a cell to run is not included: each
-notebook's run time is in the README. Speaker notes, the bootstrap cell, ``skip``-ped title cards and the solutions
-between nbgrader's markers are not counted; the Exercises section carries its own estimates.
+The rule (an estimate, the same for every notebook) counts what a reader reads: prose at 150 words a minute
+(technical text with equations), code at 20 lines a minute (the lines shown: non-blank, non-comment lines of a
+code cell whose source is not folded away; a folded cell, ``source_hidden`` in JupyterLab, shows only its
+outputs), printed output at 12 rows a minute (each non-blank line a cell prints, a table's rows included; stderr,
+where progress bars and warnings go, is not read), 2 minutes for each figure, and for a "Check yourself" quiz
+cell (``utils.quiz``) 1 minute a question (read it and its options, choose, read the feedback), in place of
+its code lines; rounded up, at least 1. Waiting for a cell to run is not included: each notebook's run time is
+in the README. Speaker notes, the bootstrap cell, ``skip``-ped title cards and the solutions between nbgrader's
+markers are not counted; the Exercises section carries its own estimates.
+
+The rates were calibrated on two reviewers' estimates of the ten main lines (``CALIBRATION``, the section counts
+of the notebooks they read, kept in ``tests/section_minutes_calibration.json``; ``--calibrate`` prints the
+table in TESTING.md). Until issue 52 the rule read 8 logical lines of code a minute, counted no printed rows,
+1 minute a figure and 20 s a quiz question: it undercounted code, tables and quizzes by 5-15 minutes a main line.
 
     python scripts/measure/section_minutes.py            # print the table
     python scripts/measure/section_minutes.py --write    # (re)write the lines in the notebooks
     python scripts/measure/section_minutes.py --check    # exit 1 if a line is missing or stale (tests do this)
+    python scripts/measure/section_minutes.py --calibrate  # the rule against the reviewers' estimates
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import json
 import math
 import re
 import sys
-import tokenize
 from pathlib import Path
 
 import nbformat
@@ -34,8 +40,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-WORDS_PER_MIN, CODE_LINES_PER_MIN, MIN_PER_FIGURE = 150, 8, 1.0
-MIN_PER_QUIZ_QUESTION = 1 / 3
+WORDS_PER_MIN, CODE_LINES_PER_MIN, OUTPUT_ROWS_PER_MIN, MIN_PER_FIGURE = 150, 20, 12, 2.0
+MIN_PER_QUIZ_QUESTION = 1.0
+CALIBRATION = ROOT / "tests" / "section_minutes_calibration.json"
 QUIZ_CALL = re.compile(r'check_yourself\("(\d\d)", (\d+)\)')
 SKIP_SECTIONS = {"exercises", "summary"}
 LINE_RE = re.compile(r"^\*≈ \d+ min on your own\*$")
@@ -64,34 +71,72 @@ def sections(nb) -> list[tuple[int, str, list]]:
     return out
 
 
-def code_lines(source: str) -> int:
-    """Logical lines of code (Python's NEWLINE tokens; IPython's ``%``/``!`` lines count one each), comments and
-    blank lines left out; where the source does not tokenize, its non-blank, non-comment lines."""
-    blanked = "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in source.split("\n"))
-    try:
-        return sum(1 for t in tokenize.generate_tokens(io.StringIO(blanked).readline) if t.type == tokenize.NEWLINE)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return sum(1 for l in source.splitlines() if l.strip() and not l.strip().startswith("#"))
+def shown_code_lines(cell) -> int:
+    """The code lines a reader sees: non-blank, non-comment lines, none for a folded cell (``source_hidden``)."""
+    if cell.metadata.get("jupyter", {}).get("source_hidden"):
+        return 0
+    src = STUDENT_ONLY.sub("", SOLUTION.sub("", cell.source))
+    return sum(1 for l in src.splitlines() if l.strip() and not l.strip().startswith("#"))
 
 
-def minutes(cells) -> int:
+def output_rows(cell) -> int:
+    """Rows of printed output: non-blank stdout lines and an expression's plain-text value (not its HTML or a widget)."""
+    rows = 0
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream" and o.get("name") == "stdout":
+            rows += sum(1 for l in o.get("text", "").splitlines() if l.strip())
+        elif o.get("output_type") == "execute_result" and "text/plain" in o.get("data", {}):
+            rows += len(o["data"]["text/plain"].splitlines())
+    return rows
+
+
+def counts(cells) -> dict[str, int]:
+    """What a reader reads in these cells: words of prose, code lines shown, printed rows, figures, quiz questions."""
     from utils.quiz import questions
 
-    words = code = figures = quiz = 0
+    c = dict(words=0, code=0, rows=0, figures=0, quiz=0)
     for cell in cells:
         if _notes(cell) or cell.source.startswith(BOOTSTRAP):
             continue
         src = STUDENT_ONLY.sub("", SOLUTION.sub("", cell.source))
         if cell.cell_type == "markdown":
             text = "\n".join(l for l in src.splitlines() if not (LINE_RE.match(l.strip()) or OLD_LINE_RE.match(l.strip())))
-            words += len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " x ", text)))
+            c["words"] += len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " x ", text)))
         elif QUIZ_CALL.search(src):
-            quiz += sum(len(questions(nb, int(part))) for nb, part in QUIZ_CALL.findall(src))
+            c["quiz"] += sum(len(questions(nb, int(part))) for nb, part in QUIZ_CALL.findall(src))
         else:
-            code += code_lines(src)
-            figures += sum(1 for o in cell.get("outputs", []) if "image/png" in o.get("data", {}))
-    total = words / WORDS_PER_MIN + code / CODE_LINES_PER_MIN + figures * MIN_PER_FIGURE + quiz * MIN_PER_QUIZ_QUESTION
+            c["code"] += shown_code_lines(cell)
+            c["rows"] += output_rows(cell)
+            c["figures"] += sum(1 for o in cell.get("outputs", []) if "image/png" in o.get("data", {}))
+    return c
+
+
+def minutes_of(c: dict[str, int]) -> int:
+    """The rule applied to one section's :func:`counts`: rounded up, at least 1."""
+    total = (c["words"] / WORDS_PER_MIN + c["code"] / CODE_LINES_PER_MIN + c["rows"] / OUTPUT_ROWS_PER_MIN
+             + c["figures"] * MIN_PER_FIGURE + c["quiz"] * MIN_PER_QUIZ_QUESTION)
     return max(1, math.ceil(round(total, 9)))
+
+
+def minutes(cells) -> int:
+    return minutes_of(counts(cells))
+
+
+def main_line_counts(nb) -> list[dict[str, int]]:
+    """:func:`counts` of each ``##`` section before ``## Exercises`` (quiz cells included)."""
+    from utils.sections import exercises_start
+
+    ex = exercises_start(nb.cells)
+    ex = len(nb.cells) if ex is None else ex
+    return [counts(cells) for i, title, cells in sections(nb) if i < ex]
+
+
+def calibration() -> list[dict]:
+    """The rule against the reviewers' estimates of each main line, quiz included (issue 52): one row a notebook
+    with the estimate, the rule's minutes on the sections they read (recorded) and the old rule's minutes."""
+    record = json.loads(CALIBRATION.read_text(encoding="utf-8"))
+    return [{"notebook": k, "estimate": v["estimate"], "rule": sum(minutes_of(c) for c in v["sections"]),
+             "old_rule": v["old_rule"]} for k, v in record["notebooks"].items()]
 
 
 def expected(nb) -> dict[int, int]:
@@ -122,8 +167,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("notebooks", nargs="*", type=Path)
     args = ap.parse_args(argv)
+    if args.calibrate:
+        rows = calibration()
+        print("| notebook | reviewers' estimate | this rule | error | the old rule |\n|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['notebook']} | {r['estimate']} | {r['rule']} | {r['rule'] - r['estimate']:+d} | {r['old_rule']} |")
+        errors = [r["rule"] - r["estimate"] for r in rows]
+        print(f"\nmean error {sum(errors) / len(errors):+.1f} min, mean |error| "
+              f"{sum(map(abs, errors)) / len(errors):.1f} min, largest {max(errors, key=abs):+d} min")
+        return 0
     bad = 0
     for path in args.notebooks or NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
