@@ -12,9 +12,9 @@
 #   make course     an nbgrader course directory in course/ (source -> release, one assignment per notebook)
 #   make test-grading    the nbgrader round trip on every notebook, every adversarial submission
 #                        (make test runs it on 07 and 10, with a few of the attacks)
-#   make test-checks     every notebook's visible checks against the wrong answers in tests/wrong_answers/
+#   make test-checks     every notebook's visible checks against the wrong answers in tests/courseware/grading/wrong_answers/
 #                        (make test runs 04 and 09)
-#   make test-mutants    every exercise's model answer mutated (scripts/measure/mutants.py): per exercise, mutants killed
+#   make test-mutants    every exercise's model answer mutated (courseware/measure/mutants.py): per exercise, mutants killed
 #                        by a visible check, only by the hidden tests, surviving; MUTANT_NOTEBOOKS="02 04" picks notebooks
 #   make test-fuzz       every public door of utils fuzzed from its contract, FUZZ_EXAMPLES=200 valid inputs a door
 #                        and every slip of each, and the per-door table (make test runs 2 a door, seed 0)
@@ -27,7 +27,7 @@
 #   make test-beside     the package installed beside another PyTorch (BESIDE_TORCH=2.14.1), which stays as it was
 #   make constraints     rewrite constraints.txt (the exact tested versions) from what .venv has
 #
-# Without make (Windows): python -m utils.course install|lab|test|doctor does the same (README).
+# Without make (Windows): python -m courseware install|lab|test|doctor does the same (README).
 #   make site       the course website in build/site/ (Jupyter Book 1, from the committed notebooks; offline)
 #                   make site REPO_URL=https://github.com/OWNER/NAME names the repository (launch buttons, links)
 #   make test-site  the built website in Chromium: requests, links, figures, maths, toggles, search, axe-core
@@ -71,7 +71,7 @@ NOTEBOOKS ?=
 install: $(STAMP)
 
 # pyproject.toml states ranges; constraints.txt pins every package to the version the course is tested
-# with. utils/course.py does the same install for `python -m utils.course` (tests/test_course.py checks
+# with. courseware/setup/install.py does the same install for `python -m courseware` (tests/courseware/setup/test_course.py checks
 # that the two agree).
 $(STAMP): pyproject.toml constraints.txt
 	@start=$$(date +%s); \
@@ -116,7 +116,7 @@ test-busy: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(NBVAL_ARGS) $(BUSY_NOTEBOOKS) $(PYTEST_ARGS); rc=$$?; \
 	echo "busy notebook run (beside $(BUSY) CPU-bound processes) wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# The notebooks that still assert anything about time (found by scripts/measure/timing_asserts.py), run
+# The notebooks that still assert anything about time (found by courseware/measure/timing_asserts.py), run
 # FLAKY_K times in each of four conditions: native and portable CPU kernels, quiet and beside BUSY CPU-bound
 # processes. Prints each timing assert's smallest margin to its bound; fails if any run fails.
 #   make test-flaky FLAKY_K=1 FLAKY_CONDITIONS=portable-busy FLAKY_NOTEBOOKS="10"
@@ -124,7 +124,7 @@ FLAKY_K ?= 5
 FLAKY_CONDITIONS ?= native-quiet,native-busy,portable-quiet,portable-busy
 FLAKY_NOTEBOOKS ?=
 test-flaky: $(STAMP)
-	$(BIN)/python -m scripts.measure.flaky --runs $(FLAKY_K) --conditions $(FLAKY_CONDITIONS) --jobs $(JOBS) \
+	$(BIN)/python -m courseware flaky --runs $(FLAKY_K) --conditions $(FLAKY_CONDITIONS) --jobs $(JOBS) \
 		--busy $(BUSY) $(if $(FLAKY_NOTEBOOKS),--notebooks $(FLAKY_NOTEBOOKS))
 
 # JupyterLab driven by Playwright in the system's Chromium (Debian: apt-get install chromium);
@@ -147,17 +147,17 @@ test-notebooks: $(STAMP)
 # Student versions of the notebooks in student/: nbgrader's release (generate_assignment with
 # nbgrader_config.py), solutions replaced by stubs, hidden tests removed, graded cells locked.
 student: $(STAMP)
-	$(BIN)/python scripts/editions/make_student.py notebooks student
+	$(BIN)/python -m courseware student notebooks student
 
 # An nbgrader course directory (course/source -> course/release), one assignment per notebook;
 # then run nbgrader from the repository root (INSTRUCTORS.md). NOTEBOOKS="04 06" for some only.
 course: $(STAMP)
-	$(BIN)/python scripts/editions/nbgrader_course.py course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+	$(BIN)/python -m courseware course course $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 # The round trip (release, submit stubs / solutions / known shortcuts / adversarial submissions from
-# tests/grading_attacks, autograde with the judge) on every notebook; `make test` runs it on a subset
-# (tests/test_nbgrader_roundtrip.py).
-# Debian's bubblewrap: autograde runs each student's kernel in its sandbox (utils/sandbox.py). Installed
+# tests/courseware/grading/grading_attacks, autograde with the judge) on every notebook; `make test` runs it on a subset
+# (tests/courseware/grading/test_nbgrader_roundtrip.py).
+# Debian's bubblewrap: autograde runs each student's kernel in its sandbox (courseware/grading/sandbox.py). Installed
 # with apt-get as root when missing; otherwise says what to do (the round trip then skips the sandbox's attacks).
 sandbox-tools:
 	@if command -v bwrap >/dev/null || [ -x /usr/bin/bwrap ]; then :; \
@@ -167,51 +167,51 @@ sandbox-tools:
 
 test-grading: $(STAMP) sandbox-tools
 	@start=$$(date +%s); \
-	COURSE_GRADING_NOTEBOOKS=all COURSE_GRADING_ATTACKS=all $(BIN)/python -m pytest -s tests/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
+	COURSE_GRADING_NOTEBOOKS=all COURSE_GRADING_ATTACKS=all $(BIN)/python -m pytest -s tests/courseware/grading/test_nbgrader_roundtrip.py $(PYTEST_ARGS); rc=$$?; \
 	echo "grading round trip wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-checks: $(STAMP)
 	@start=$$(date +%s); \
-	COURSE_WRONG_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/test_wrong_answers.py $(PYTEST_ARGS); rc=$$?; \
+	COURSE_WRONG_NOTEBOOKS=all $(BIN)/python -m pytest -s tests/courseware/grading/test_wrong_answers.py $(PYTEST_ARGS); rc=$$?; \
 	echo "wrong-answer run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# Issue 50: the checks measured by mutation; one kernel at a time, niced (tests/test_mutants.py runs two notebooks in make test).
+# Issue 50: the checks measured by mutation; one kernel at a time, niced (tests/courseware/measure/test_mutants.py runs two notebooks in make test).
 MUTANT_NOTEBOOKS ?=
 test-mutants: $(STAMP)
 	@start=$$(date +%s); \
-	MUTANT_NOTEBOOKS="$(MUTANT_NOTEBOOKS)" nice -n 10 $(BIN)/python scripts/measure/mutants.py --survivors; rc=$$?; \
+	MUTANT_NOTEBOOKS="$(MUTANT_NOTEBOOKS)" nice -n 10 $(BIN)/python -m courseware mutants --survivors; rc=$$?; \
 	echo "mutation run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-# Issue 51: the doors fuzzed from their contracts (tests/fuzz_doors.py) with a large budget; exits 1 on a valid
+# Issue 51: the doors fuzzed from their contracts (tests/utils/fuzz_doors.py) with a large budget; exits 1 on a valid
 # input refused, a result that disagrees with its reference, or a slip that is silent or obscure.
 FUZZ_EXAMPLES ?= 200
 FUZZ_SEED ?= 0
 test-fuzz: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python tests/fuzz_doors.py --examples $(FUZZ_EXAMPLES) --seed $(FUZZ_SEED) --verbose --strict; rc=$$?; \
+	$(BIN)/python tests/utils/fuzz_doors.py --examples $(FUZZ_EXAMPLES) --seed $(FUZZ_SEED) --verbose --strict; rc=$$?; \
 	echo "fuzz wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Lecture companion: slide decks and hand-outs built from the committed notebooks with nbconvert,
-# solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see scripts/editions/build_decks.py.
+# solutions stubbed (VARIANT=student) or kept (VARIANT=instructor); see courseware/editions/build_decks.py.
 slides: $(STAMP)
-	$(BIN)/python scripts/editions/build_decks.py slides --variant $(VARIANT) $(NOTEBOOKS)
+	$(BIN)/python -m courseware decks slides --variant $(VARIANT) $(NOTEBOOKS)
 
 handouts: $(STAMP)
-	$(BIN)/python scripts/editions/build_decks.py handouts --variant $(VARIANT) $(NOTEBOOKS)
+	$(BIN)/python -m courseware decks handouts --variant $(VARIANT) $(NOTEBOOKS)
 
 # Works before the install too (then with $(PYTHON), and says what is missing); exit status 1 on a problem.
 doctor:
-	@$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m utils.course doctor
+	@$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m courseware doctor
 
 # One notebook at a time, each copied alone into an empty folder with the bootstrap cell applied, run
 # under nbval in a fresh virtual environment holding only what Colab preinstalls (torch, numpy 2.0.2,
-# matplotlib 3.10.0, ipykernel, ipywidgets 7.7.1, tqdm: tests/test_standalone.py, built once in
+# matplotlib 3.10.0, ipykernel, ipywidgets 7.7.1, tqdm: tests/notebooks/test_standalone.py, built once in
 # .venv-colab/); the bootstrap clones this checkout's committed HEAD (COURSE_REPO_URL=file://...).
 COURSE_STANDALONE_NOTEBOOKS ?=
 export COURSE_STANDALONE_NOTEBOOKS
 test-standalone: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python -m pytest -m standalone -s tests/test_standalone.py $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -m standalone -s tests/notebooks/test_standalone.py $(PYTEST_ARGS); rc=$$?; \
 	echo "standalone run wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The whole suite (tests and notebooks, as `make test`) at the lowest NumPy and Matplotlib that
@@ -244,7 +244,7 @@ test-oldest-torch:
 	  OLDEST_VENV=.venv-oldest-torch-$(patsubst torch==%,%,$(filter torch==%,$(OLDEST_TORCH_SET)))
 
 # The package installed beside a PyTorch other than the tested one, which it must leave alone
-# (tests/test_install_beside.py): .venv-beside-$(BESIDE_TORCH) holds only that PyTorch (from PyPI's default
+# (tests/courseware/setup/test_install_beside.py): .venv-beside-$(BESIDE_TORCH) holds only that PyTorch (from PyPI's default
 # index when not on this machine: a CUDA build, several GB); not run by CI.
 BESIDE_TORCH ?= 2.14.1
 BESIDE_VENV := .venv-beside-$(BESIDE_TORCH)
@@ -252,7 +252,7 @@ test-beside: $(STAMP)
 	@start=$$(date +%s); \
 	{ test -f $(BESIDE_VENV)/.installed || { $(PYTHON) -m venv $(BESIDE_VENV) && \
 	  $(BESIDE_VENV)/bin/python -m pip install --quiet torch==$(BESIDE_TORCH) && touch $(BESIDE_VENV)/.installed; }; } && \
-	COURSE_BESIDE_VENV=$(abspath $(BESIDE_VENV)) $(BIN)/python -m pytest -m beside -s -p no:cacheprovider tests/test_install_beside.py $(PYTEST_ARGS); rc=$$?; \
+	COURSE_BESIDE_VENV=$(abspath $(BESIDE_VENV)) $(BIN)/python -m pytest -m beside -s -p no:cacheprovider tests/courseware/setup/test_install_beside.py $(PYTEST_ARGS); rc=$$?; \
 	echo "install-beside test wall time: $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # The lock: every package in .venv at its installed version (torch without its build suffix, so a
@@ -265,7 +265,7 @@ constraints: $(BROWSER_STAMP) $(HUB_VENV_STAMP)
 	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/'; } > constraints.txt.new && \
 	mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages"
 
-# The course website (Jupyter Book 1, see scripts/editions/build_site.py) in its own environment, .venv-site,
+# The course website (Jupyter Book 1, see courseware/editions/build_site.py) in its own environment, .venv-site,
 # from pyproject.toml's `site` group only (no torch): build/site/index.html, served or opened as files.
 SITE_VENV ?= .venv-site
 SITE_BIN := $(SITE_VENV)/bin
@@ -274,14 +274,14 @@ SITE_STAMP := $(SITE_VENV)/.installed
 $(SITE_STAMP): pyproject.toml
 	@start=$$(date +%s); \
 	$(PYTHON) -m venv $(SITE_VENV) && \
-	$(PYTHON) scripts/editions/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
+	$(PYTHON) courseware/editions/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
 	touch $(SITE_STAMP) && \
 	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
 
 # REPO_URL: the published repository; unset, the site has no Colab launch or repository buttons (the log says so).
 REPO_URL ?=
 site: $(SITE_STAMP)
-	REPO_URL="$(REPO_URL)" $(SITE_BIN)/python scripts/editions/build_site.py
+	REPO_URL="$(REPO_URL)" $(SITE_BIN)/python -m courseware site
 
 # The built site served from 127.0.0.1 in the system's Chromium (COURSE_CHROMIUM overrides), nothing
 # else reachable (pytest marker `site`; not part of `make test`). Builds the site first.
@@ -293,13 +293,13 @@ test-site: site
 # The whole course as one PDF (contents page, bookmarks, links inside the book): build/course.pdf, and a copy in
 # build/site/course.pdf, which the site's landing page links (tests/site/test_book_pdf.py, under test-site, prints it too).
 book-pdf: site
-	$(SITE_BIN)/python scripts/editions/book_pdf.py
+	$(SITE_BIN)/python -m courseware book-pdf
 
 # The class hub (classroom/README.md). Its users' servers run the course's environment as themselves, so
 # it is built from a Python every user can run (Debian's; the default python3 may live under /root) in a
 # world-readable folder, with the tested versions, the package copied in (not editable: students need not
 # read this checkout), the kernel registered and classroom/jupyter/ as its Jupyter configuration.
-# classroom/Dockerfile runs the same install commands (tests/test_classroom.py checks it).
+# classroom/Dockerfile runs the same install commands (tests/courseware/editions/test_classroom.py checks it).
 HUB_ENV ?= /opt/attention-course/hub-env
 HUB_PYTHON ?= /usr/bin/python3.11
 HUB_STAMP := $(HUB_ENV)/.installed

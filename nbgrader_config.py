@@ -9,7 +9,7 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(_REPO))
-from scripts.editions.nbgrader_course import (  # noqa: E402
+from courseware.editions.nbgrader_course import (  # noqa: E402
     RELEASE_PREPROCESSORS,
     SANITIZE_PREPROCESSORS,
     ExerciseSectionExecute,

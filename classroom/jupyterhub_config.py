@@ -64,7 +64,7 @@ def instructor_tools(spawner):
 
 c.Spawner.pre_spawn_hook = instructor_tools
 
-# An API token for scripts (tests/hub, scripts/benchmarks/bench_hub.py): only when COURSE_HUB_SERVICE_TOKEN is set.
+# An API token for scripts (tests/hub, courseware/measure/bench_hub.py): only when COURSE_HUB_SERVICE_TOKEN is set.
 if os.environ.get("COURSE_HUB_SERVICE_TOKEN"):
     c.JupyterHub.services = [{"name": "course-admin", "api_token": os.environ["COURSE_HUB_SERVICE_TOKEN"]}]
     c.JupyterHub.load_roles = [{

@@ -583,7 +583,7 @@ def contract(fn: Callable | None = None, *, rules: Callable[..., None] | None = 
         door.__contract__ = signature
         door.__neg_inf__ = neg_inf
         # the function itself, under every decorator (``beam_search.__wrapped__`` is the code that runs, as
-        # before the door: utils.grading.forbid names it so)
+        # before the door: courseware.grading.hidden.forbid names it so)
         door.__wrapped__ = inspect.unwrap(fn)
         return door
 

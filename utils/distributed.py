@@ -8,7 +8,7 @@ Under ``torchrun --nproc_per_node=N script.py`` every process gets ``RANK``, ``L
 so that N processes with ``batch_size`` B each take the same steps as one process with batch N·B:
 every process draws the same global batch of N·B windows from the same seeded generator and keeps
 its own slice; DDP averages the gradients across processes before the optimizer step, which is the
-gradient of the mean loss over the whole global batch. ``tests/test_distributed.py`` checks that the
+gradient of the mean loss over the whole global batch. ``tests/scripts/test_distributed.py`` checks that the
 weights agree after a few steps.
 """
 

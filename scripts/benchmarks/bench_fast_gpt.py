@@ -47,7 +47,7 @@ from utils.gpt import GPT, CharTokenizer, GPTConfig, estimate_loss, get_batch, s
 from utils.training import count_parameters, set_cpu_threads, set_seed  # noqa: E402
 
 OUT = ROOT / "runs" / "fast_gpt" / "results.jsonl"
-CHOSEN = "fast_3500"  # the arm notebook 09 trains (tests/test_fast_gpt.py checks its CFG and training cell)
+CHOSEN = "fast_3500"  # the arm notebook 09 trains (tests/scripts/test_fast_gpt.py checks its CFG and training cell)
 
 # notebook 09's live recipe before issue 42 (FULL = False): CFG of cell 8 and the optimiser of the training cell
 COURSE9 = dict(n_layer=2, n_head=4, d_model=128, block_size=64, dropout=0.0, batch=32, steps=1000, lr=4e-3,

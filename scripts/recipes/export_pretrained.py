@@ -13,7 +13,7 @@ state with float16 weights), writes ``pretrained/<name>.safetensors`` (float16, 
 ``results.json``), then loads them back exactly as a learner does
 (:func:`utils.pretrained.load_pretrained`, float32 on the CPU) and scores
 test_2016_flickr with greedy decoding and beam search, plus a fixed slice (the first
-``--slice`` test sentences, greedy) that ``tests/test_pretrained.py`` re-scores. The
+``--slice`` test sentences, greedy) that ``tests/utils/test_pretrained.py`` re-scores. The
 scores, sizes and SHA-256 checksums go into ``pretrained/MANIFEST.json``.
 """
 

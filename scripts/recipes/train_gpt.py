@@ -5,7 +5,7 @@
     torchrun --nproc_per_node=8 scripts/recipes/train_gpt.py --full --modern   # 8 GPUs, the larger model, modern block
 
 ``--batch`` is per process: N processes with ``--batch B`` take the same steps as one with ``--batch N·B``
-(``utils.distributed.train_gpt``; ``tests/test_distributed.py`` checks the weights agree). On a GPU with
+(``utils.distributed.train_gpt``; ``tests/scripts/test_distributed.py`` checks the weights agree). On a GPU with
 bfloat16 support the forward pass runs under bf16 autocast (``--no-bf16`` turns it off). Rank 0 scores
 the whole validation text and writes ``<out>/model.pt`` (``utils.training.save_checkpoint``) and
 ``<out>/results.json``.

@@ -113,9 +113,9 @@
   });
 })();
 
-/* "Check yourself" quizzes (utils/quiz.py): a number box opens a phone's number keyboard (inputmode) and has a
+/* "Check yourself" quizzes (courseware/quiz.py): a number box opens a phone's number keyboard (inputmode) and has a
  * Check button, since a phone's keyboard may send no Enter keypress, the only way jupyterquiz submits. The quiz
- * outputs committed before utils/quiz.py did this themselves get it here; a box done once is left alone. */
+ * outputs committed before courseware/quiz.py did this themselves get it here; a box done once is left alone. */
 (function () {
   "use strict";
   function ready(root) {

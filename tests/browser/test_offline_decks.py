@@ -1,5 +1,5 @@
 """The offline lecture companion in a real browser: a reveal.js deck and an HTML hand-out
-(built by scripts/editions/build_decks.py, as `make slides` / `make handouts` do) opened from file://
+(built by courseware/editions/build_decks.py, as `make slides` / `make handouts` do) opened from file://
 with every network request refused: nothing is requested outside the build folder, KaTeX
 typesets every formula (no `$$` or `\\frac` left on screen), the deck has as many slides as
 the notebook's slideshow metadata says, speaker notes stay off the slides, and each
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the checkout stays as it was unless asked (a tracked screenshot rewritten on every run left clones dirty)
 SHOTS = ROOT / os.environ.get("COURSE_BROWSER_SCREENSHOTS", "build/screenshots")
 sys.path.insert(0, str(ROOT))
-from scripts.measure import slide_report  # noqa: E402
+from courseware.measure import slide_report  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""A class hub on 127.0.0.1 and its users, driven as people drive them: for tests/hub and scripts/benchmarks/bench_hub.py.
+"""A class hub on 127.0.0.1 and its users, driven as people drive them: for tests/hub and courseware/measure/bench_hub.py.
 
 ``ClassHub`` starts JupyterHub with classroom/jupyterhub_config.py (PAM logins, real single-user servers,
 configurable-http-proxy from classroom/node_modules) and stops it. ``Person`` is one account: it logs in

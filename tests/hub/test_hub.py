@@ -5,10 +5,10 @@ JupyterHub with classroom/jupyterhub_config.py on 127.0.0.1 (its proxy from clas
 git daemon serving this checkout's HEAD as the course's repository, and then each person works only
 through the hub and their own server (tests/hub/hubclient.py), as they would in JupyterLab:
 
-1. each student opens the nbgitpuller link to notebook 04 (scripts/editions/hub_link.py): it is cloned into their
+1. each student opens the nbgitpuller link to notebook 04 (courseware/editions/hub_link.py): it is cloned into their
    home; one edits it, the course changes upstream (also in the cell she edited), she pulls again and keeps
    her edit while the rest of the change arrives;
-2. the instructor clones the repository into their home, builds the course (scripts/editions/nbgrader_course.py)
+2. the instructor clones the repository into their home, builds the course (courseware/editions/nbgrader_course.py)
    and releases assignment 04 through the exchange; each student fetches it (the Assignments tab's REST
    calls); one submits the model answers, one the stub, one the answers with Exercise 4 done by the
    library's attention (a shortcut the hidden tests catch);
@@ -228,7 +228,7 @@ def graded(klass, pulled):
     students = {n: klass.people[n] for n in STUDENTS}
     with step("instructor: clone the repository, build the course (04)"):
         teach.sh(f"git clone --quiet {klass.repo.url} {COURSE}")
-        teach.sh(f"cd {COURSE} && python scripts/editions/nbgrader_course.py course --notebooks 04")
+        teach.sh(f"cd {COURSE} && python -m courseware course course --notebooks 04")
     with step("instructor: nbgrader release_assignment"):
         teach.sh(f"cd {COURSE} && nbgrader release_assignment {AID}")
     with step("3 students fetch it (Assignments tab), at once"):
@@ -312,17 +312,17 @@ def test_autograde_gives_full_marks_zero_and_partial(graded):
 
 
 def test_autograde_on_the_hub_runs_in_the_sandbox(klass, graded):
-    """The instructor's autograde above ran the students' kernels in utils.sandbox's bubblewrap sandbox: it is
+    """The instructor's autograde above ran the students' kernels in courseware.grading.sandbox's bubblewrap sandbox: it is
     not switched off there, and one can be made as the instructor (a user namespace, not root). Autograde
     scores nothing where it cannot make one, and the model answers scored full marks."""
-    out = klass.people[INSTRUCTOR].run("import os\nfrom utils.sandbox import SANDBOX_ENV, probe\n"
+    out = klass.people[INSTRUCTOR].run("import os\nfrom courseware.grading.sandbox import SANDBOX_ENV, probe\n"
                                        "print(repr(os.environ.get(SANDBOX_ENV)), repr(probe()))\n")
     assert out.strip().splitlines()[-1] == "None None", out
 
 
 def test_each_student_fetched_their_own_feedback(graded):
     """The feedback's total counts no point that waits for a person: notebook 04's Exercises 1 and 4 are rules
-    the call watch alone settles (utils.grading_registry.review), so their check cells that scored (13 of the
+    the call watch alone settles (courseware.grading.registry.review), so their check cells that scored (13 of the
     model answer's 19 automatic points, 5 of the shortcut's 11: its Exercise 4 scored 0) are marked "needs manual
     grade" and count 0 until the instructor confirms them in the formgrader (ReviewRules)."""
     expected = {SOLUTION: "6.0", STUB: "0.0", SHORTCUT: "6.0"}

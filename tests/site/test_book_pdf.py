@@ -1,4 +1,4 @@
-"""`make book-pdf` (scripts/editions/book_pdf.py) prints every page of the site into one PDF: read back with pypdf,
+"""`make book-pdf` (courseware/editions/book_pdf.py) prints every page of the site into one PDF: read back with pypdf,
 every chapter of the table of contents is there, in order, each starting on a page of its own, with its maths
 typeset (no raw TeX in the text) and its figures (the PDF holds at least as many images as the notebooks have
 figures on the site). A reader can navigate it: a contents page with the page each page of the site begins on,
@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 sys.path.insert(0, str(ROOT))
-from scripts.editions import book_pdf  # noqa: E402
+from courseware.editions import book_pdf  # noqa: E402
 
 pytestmark = pytest.mark.site
 H1 = re.compile(r"<h1[^>]*>(.*?)<a class=\"headerlink\"", re.S)

@@ -125,7 +125,7 @@ def test_the_pdf_metadata_and_contents():
     from pypdf import PdfReader
 
     sys.path.insert(0, str(ROOT))
-    from scripts.editions.book_pdf import BOOK_AUTHOR, BOOK_TITLE, start_pages
+    from courseware.editions.book_pdf import BOOK_AUTHOR, BOOK_TITLE, start_pages
 
     reader = PdfReader(pdf)
     assert reader.metadata.title == BOOK_TITLE and reader.metadata.author == BOOK_AUTHOR, reader.metadata

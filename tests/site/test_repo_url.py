@@ -24,7 +24,7 @@ REPO_SITE = ROOT / "build" / "site-repo"
 REPO = "https://github.com/example-org/attention-course"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 sys.path.insert(0, str(ROOT))
-from scripts.editions.build_site import PLACEHOLDER_REPO, placeholder_links  # noqa: E402
+from courseware.editions.build_site import PLACEHOLDER_REPO, placeholder_links  # noqa: E402
 
 pytestmark = pytest.mark.site
 
@@ -51,7 +51,7 @@ def test_without_a_repository_no_placeholder_link_and_no_launch_or_repository_bu
 
 
 def test_without_a_repository_the_log_says_what_it_left_out():
-    out = subprocess.run([sys.executable, "scripts/editions/build_site.py", "--prepare-only", "--out",
+    out = subprocess.run([sys.executable, "courseware/editions/build_site.py", "--prepare-only", "--out",
                           str(ROOT / "build" / "site-norepo")], cwd=ROOT, capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if k != "REPO_URL"}, check=True).stdout
     line = next(ln for ln in out.splitlines() if ln.startswith("repository:"))
@@ -62,7 +62,7 @@ def test_without_a_repository_the_log_says_what_it_left_out():
 
 @pytest.fixture(scope="module")
 def repo_site():
-    proc = subprocess.run([sys.executable, "scripts/editions/build_site.py", "--repo-url", REPO, "--out", str(REPO_SITE)],
+    proc = subprocess.run([sys.executable, "courseware/editions/build_site.py", "--repo-url", REPO, "--out", str(REPO_SITE)],
                           cwd=ROOT, capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "REPO_URL"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     print(proc.stdout.strip().splitlines()[-1])

@@ -1,4 +1,4 @@
-"""The course website (`make site`, scripts/editions/build_site.py) as a reader sees it, in Chromium.
+"""The course website (`make site`, courseware/editions/build_site.py) as a reader sees it, in Chromium.
 
 `make test-site` builds build/site/ and runs this file (pytest marker `site`; `make test` deselects
 it). The site is served from 127.0.0.1 and every request to anything else is refused and recorded.
@@ -50,7 +50,7 @@ SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-test"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 sys.path.insert(0, str(ROOT))
-from scripts.editions.book_pdf import _Quiet, chromium_path  # noqa: E402  (the PDF script serves and prints the same site)
+from courseware.editions.book_pdf import _Quiet, chromium_path  # noqa: E402  (the PDF script serves and prints the same site)
 
 pytestmark = pytest.mark.site
 
@@ -224,7 +224,7 @@ def test_every_internal_link_and_anchor_resolves(crawl, server):
                 target += "index.html"
             checked += 1
             if not (SITE / target).is_file():
-                hint = " (scripts/editions/book_pdf.py writes it: make book-pdf)" if target == "course.pdf" else ""
+                hint = " (courseware/editions/book_pdf.py writes it: make book-pdf)" if target == "course.pdf" else ""
                 broken.append(f"{path}: {href} (no file {target}){hint}")
             elif url.fragment and target in ids and urllib.parse.unquote(url.fragment) not in ids[target]:
                 broken.append(f"{path}: {href} (no id {url.fragment!r} on {target})")
@@ -454,7 +454,7 @@ def test_download_gives_the_student_edition(browser, server, tmp_path):
     answers, no mark schemes, no speaker notes, no outputs, no instructor metadata. The link is a download
     (``download`` attribute: from file:// it saves the file rather than opening JSON in a tab). Then the first
     cells of every downloaded chapter run in an empty folder, in the course's environment (.venv)."""
-    from scripts.editions.make_student import student_version
+    from courseware.editions.make_student import student_version
 
     tab = OfflinePage(browser, server)
     checked, downloaded, figures = [], {}, []
@@ -696,14 +696,14 @@ def test_checkout_is_clean():
     assert status == "", status
 
 
-# ------------------------------------------------------------------ Check yourself (utils.quiz)
+# ------------------------------------------------------------------ Check yourself (courseware.quiz)
 QUIZ_PAGES = ["01_tokens_and_embeddings", "04_scaled_dot_product_attention", "07_transformer_block",
               "10_attention_at_scale"]   # one chapter of each part
 
 
 def _quiz_questions(stem: str) -> list[dict]:
     sys.path.insert(0, str(ROOT))
-    from utils.quiz import parts
+    from courseware.quiz import parts
 
     return [q for part in parts(stem[:2]) for q in part["questions"]]
 
