@@ -274,7 +274,7 @@ SITE_STAMP := $(SITE_VENV)/.installed
 $(SITE_STAMP): pyproject.toml
 	@start=$$(date +%s); \
 	$(PYTHON) -m venv $(SITE_VENV) && \
-	$(PYTHON) courseware/editions/site_requirements.py | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
+	$(PYTHON) -m courseware site-requirements | $(SITE_BIN)/python -m pip install --quiet -r /dev/stdin && \
 	touch $(SITE_STAMP) && \
 	echo "site environment ($(SITE_VENV)): done in $$(( $$(date +%s) - start )) s"
 
@@ -304,7 +304,7 @@ HUB_ENV ?= /opt/attention-course/hub-env
 HUB_PYTHON ?= /usr/bin/python3.11
 HUB_STAMP := $(HUB_ENV)/.installed
 
-$(HUB_STAMP): pyproject.toml constraints.txt $(wildcard utils/*.py) $(shell find classroom/jupyter -type f 2>/dev/null)
+$(HUB_STAMP): pyproject.toml constraints.txt $(wildcard utils/*.py) $(shell find courseware -name "*.py" -o -name "*.json" 2>/dev/null) $(shell find classroom/jupyter -type f 2>/dev/null)
 	@start=$$(date +%s); \
 	if [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- $(HUB_PYTHON) -c pass 2>/dev/null; then \
 		echo "hub-env: other users cannot run $(HUB_PYTHON): set HUB_PYTHON to a Python 3.10+ outside /root" \

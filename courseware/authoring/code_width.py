@@ -158,7 +158,7 @@ def reformat(source: str, limit: int = LIMIT) -> str:
 
 def varied_answer(cell, number: str) -> bool:
     """A model answer that ``tests/courseware/grading/wrong_answers/nbNN.py`` edits by its text (``variant``): left as it is."""
-    module = ROOT / "tests" / "wrong_answers" / f"nb{number}.py"
+    module = ROOT / "tests" / "courseware" / "grading" / "wrong_answers" / f"nb{number}.py"
     return bool(cell.metadata.get("nbgrader", {}).get("solution")) and module.exists() and "variant(" in module.read_text()
 
 

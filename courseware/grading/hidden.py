@@ -64,19 +64,18 @@ from typing import Any
 
 import torch
 
+import utils
+from courseware.grading.registry import ForbiddenCall
 from courseware.sections import appendix_start, exercise_cells, exercises_start  # noqa: F401 (part of this API)
 
 RECORDS_ENV = "COURSE_GRADING_RECORDS"
 JUDGE_ENV = "COURSE_GRADING_JUDGE"
 KEY_ENV = "COURSE_GRADING_KEY"          # autograde: the key the hidden inputs' seeds are drawn with (see keyed_seeds)
-_UTILS_DIR = str(Path(__file__).resolve().parent)
+_UTILS_DIR = str(Path(utils.__file__).resolve().parent)
+_GRADING_DIR = str(Path(__file__).resolve().parent)
 _TORCH_NN_DIR = str(Path(torch.nn.__file__).resolve().parent)
 CANARY_TORCH = "canary_sentinel_op"      # never a real torch name: the canary calls torch.sin, logged under this alias
 CANARY_PYTHON = "courseware/grading/hidden.py:_canary"
-
-
-class ForbiddenCall(AssertionError):
-    """The student's code reached a function that the exercise asks them to write themselves."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,7 +216,7 @@ def _real(path: str) -> str:
 
 def _where(code: types.CodeType) -> str | None:
     path = _real(code.co_filename)   # a virtual environment reached through a symbolic link names torch by that link
-    for root, label in ((_UTILS_DIR, "utils"), (_TORCH_NN_DIR, "torch/nn")):
+    for root, label in ((_UTILS_DIR, "utils"), (_GRADING_DIR, "courseware/grading"), (_TORCH_NN_DIR, "torch/nn")):
         if path.startswith(root + os.sep):
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             return f"{label}/{rel}:{getattr(code, 'co_qualname', code.co_name)}"

@@ -28,6 +28,10 @@ import os
 import types
 from typing import Any
 
+
+class ForbiddenCall(AssertionError):
+    """The student's code reached a function that the exercise asks them to write themselves."""
+
 NOTEBOOK_ENV = "COURSE_GRADING_NOTEBOOK"   # the notebook's number, "07", under autograde
 
 _SDPA = ["aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math",
@@ -188,7 +192,7 @@ def _course_caller(frame) -> bool:
 
 
 def _refuse(what: str):
-    raise __import__("courseware.grading.hidden").grading.ForbiddenCall(
+    raise ForbiddenCall(
         f"removed while grading: this exercise asks you to write it yourself, and {what} is one of its "
         "built-in versions")
 
@@ -202,7 +206,7 @@ def _removed_call(frame, args, kwargs):
 
 def _removed_code(code: types.CodeType) -> types.CodeType:
     def removed(*args, **kwargs):
-        return __import__("courseware.grading.registry").grading_registry._removed_call(
+        return __import__("courseware.grading.registry").grading.registry._removed_call(
             __import__("sys")._getframe(), args, kwargs)
     return removed.__code__.replace(co_name=code.co_name, co_qualname=getattr(code, "co_qualname", code.co_name),
                                     co_filename=code.co_filename, co_firstlineno=code.co_firstlineno)

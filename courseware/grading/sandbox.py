@@ -2,7 +2,8 @@
 first inside it (:func:`lockdown`). See INSTRUCTORS.md, "What the sandbox guarantees".
 
 Outside (``courseware/editions/nbgrader_course.py``'s ``ExerciseSectionExecute``): a :class:`Sandbox` is a fresh folder
-outside the course directory with a copy of ``utils/`` (read-only inside, at ``/course/utils``), an empty
+outside the course directory with a copy of ``utils/`` and of the part of ``courseware/`` a notebook's cells
+import (its grading checks, quizzes and sections; read-only inside, at ``/course``), an empty
 ``records`` folder (the only place the kernel can write that outlives it, ``/records`` inside) and the
 kernel's sockets (ZeroMQ over Unix sockets: the kernel has no network at all). Its
 :meth:`Sandbox.kernel_manager_class` is a Jupyter kernel manager that starts the kernel through
@@ -51,6 +52,7 @@ def memory_limit() -> int:
 
 
 ROOT = Path(__file__).resolve().parents[2]
+KERNEL_LEAVES_OUT = ("editions", "authoring", "measure", "setup")   # courseware/ folders the kernel never needs
 
 
 class SandboxUnavailable(RuntimeError):
@@ -99,6 +101,10 @@ class Sandbox:
         self.as_root = os.geteuid() == 0
         shutil.copytree(Path(utils_dir) if utils_dir else ROOT / "utils", self.course / "utils",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # what a notebook's cells import of the machinery (its checks, quizzes, sections), never the tools
+        # that build editions or hold the course's secrets
+        shutil.copytree(ROOT / "courseware", self.course / "courseware",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *KERNEL_LEAVES_OUT))
         for d in (self.records, self.sock):
             d.mkdir(parents=True)
         if trusted is not None:   # the course's own cells: they may still call what the exercises remove.
@@ -183,6 +189,7 @@ class Sandbox:
             if not any(prefix == m or prefix.startswith(m + "/") for m in bound + ["/usr"]):
                 ro(prefix)
         ro(self.course / "utils", "/course/utils")
+        ro(self.course / "courseware", "/course/courseware")
         if (self.course / "trusted.json").is_file():
             ro(self.course / "trusted.json", "/course/trusted.json")
         for name in ("pretrained", "runs"):
@@ -330,7 +337,7 @@ def lockdown() -> None:
 
         from courseware.grading.registry import remove, trust
 
-        trusted = Path(__file__).resolve().parent.parent / "trusted.json"
+        trusted = Path(__file__).resolve().parents[2] / "trusted.json"
         if trusted.is_file():
             trust(json.loads(trusted.read_text()))
         remove(notebook)

@@ -31,7 +31,7 @@ NOTEBOOKS = ["04_scaled_dot_product_attention", "08_transformer_translation"]
 def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("decks")
     for kind in ("slides", "handouts"):
-        subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "build_decks.py"), kind, *NOTEBOOKS,
+        subprocess.run([sys.executable, "-m", "courseware", "decks", kind, *NOTEBOOKS,
                         "--out", str(out / kind)], check=True, cwd=ROOT, capture_output=True)
     return out
 

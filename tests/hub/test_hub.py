@@ -162,7 +162,7 @@ def serve_repository(work: Path):
 
 def hub_link(klass, notebook: str) -> str:
     env = {**os.environ, "COURSE_HUB_URL": klass.hub.url, "COURSE_REPO_URL": klass.repo.url, "COURSE_REPO_BRANCH": "main"}
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "hub_link.py"), notebook], env=env, check=True,
+    return subprocess.run([sys.executable, str(ROOT / "courseware" / "editions" / "hub_link.py"), notebook], env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 

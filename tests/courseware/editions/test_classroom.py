@@ -48,7 +48,7 @@ def test_a_missing_or_wrong_hub_url_says_which_setting_to_fill(tmp_path):
         hub_link.settings(config, {})
     with pytest.raises(hub_link.LinkError, match="not an http"):
         hub_link.settings(config, {"COURSE_HUB_URL": "hub.example.edu"})
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "editions" / "hub_link.py"), "04"], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, str(ROOT / "courseware" / "editions" / "hub_link.py"), "04"], capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     if "jupyterhub_url: \"\"" in (ROOT / "site" / "_config.yml").read_text():
         assert res.returncode == 2 and "launch_buttons: jupyterhub_url:" in res.stderr, res.stderr

@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from notebook_utils import ROOT
-from utils import data, doctor
+from courseware.setup import doctor
+from utils import data
 from utils.data import DataFile
 from utils.pretrained import MANIFEST, pretrained_dir
 

@@ -82,9 +82,9 @@ def test_ci_runs_the_readme_test_command():
 
 def test_test_modules_have_unique_names():
     """pytest imports test modules by basename (rootdir-relative, no packages): two files of the
-    same name in tests/ and tests/browser/ break collection of the whole suite."""
+    same name in two folders of tests/ break collection of the whole suite."""
     from collections import Counter
     from pathlib import Path
 
-    names = Counter(p.name for p in (Path(__file__).parent).rglob("test_*.py"))
+    names = Counter(p.name for p in Path(__file__).resolve().parents[3].joinpath("tests").rglob("test_*.py"))
     assert [n for n, k in names.items() if k > 1] == []

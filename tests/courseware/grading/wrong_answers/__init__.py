@@ -61,7 +61,7 @@ class Outcome:
 def model_answer(number: str, grade_id: str) -> str:
     """The model answer's cell of a notebook, solution markers removed: a base for a wrong answer that
     differs from it in one place (:func:`variant`)."""
-    path = next(Path(__file__).resolve().parents[2].joinpath("notebooks").glob(f"{number}_*.ipynb"))
+    path = next(Path(__file__).resolve().parents[4].joinpath("notebooks").glob(f"{number}_*.ipynb"))
     cell = next(c for c in nbformat.read(path, as_version=4).cells
                 if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     return "\n".join(l for l in cell.source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
