@@ -36,8 +36,9 @@ def questions(notebook: str, part: int) -> list[dict]:
 
 
 # The course's colours in place of jupyterquiz's purple: white text on a dark blue (contrast >= 7:1). A clicked
-# button turns the correct or incorrect colour under white text (both >= 5:1); the feedback below it is written
-# in a light version of the same colour on the dark blue (STYLE), since jupyterquiz uses one variable for both.
+# button, and an answered number box, turns the correct or incorrect colour under white text (both >= 5:1; the
+# number box's dark text on them was 2.9:1 and 3.5:1, issue 53); the feedback below it is written in a light
+# version of the same colour on the dark blue (STYLE), since jupyterquiz uses one variable for both.
 COLOURS = {
     "--jq-multiple-choice-bg": "#1d3557",
     "--jq-many-choice-bg": "#1d3557",
@@ -56,6 +57,10 @@ STYLE = """<style>
 .Quiz .Feedback.correct { color: #9be7a8; }
 .Quiz .Feedback.incorrect { color: #ffc4bd; }
 .Quiz .Input-text { color: #101010; }
+.Quiz .Input-text.correctButton, .Quiz .Input-text.incorrectButton { color: #ffffff; }
+.Quiz .Input-text.correctButton:focus, .Quiz .Input-text.incorrectButton:focus { animation: none; background: #fafafa; color: #101010; }
+.Quiz .course-quiz-check { margin: 0 10px 10px; padding: 4px 16px; font: inherit; font-size: 16px; color: #1d3557;
+  background: #fafafa; border: 2px solid #b9d3ff; border-radius: 0.2rem; cursor: pointer; min-height: 40px; }
 .Quiz .Feedback, .Quiz .MultipleChoiceQn, .Quiz .NumericQn { line-height: 1.35; }
 @media (max-width: 600px) { .Quiz { font-size: 13pt; } .Quiz .Feedback { font-size: 13pt; } }
 </style>"""
@@ -70,13 +75,27 @@ TYPESET_JS = """var courseTypeset = function (el) {
   }
 };
 """
-# After it: the number box gets a name a screen reader reads (jupyterquiz's label is not tied to it).
+# After it: the number box gets a name a screen reader reads (jupyterquiz's label is not tied to it), a phone's
+# number keyboard (inputmode) and a Check button beside Enter (a phone's keyboard may send no Enter keypress).
+# The same lines are in site/_static/course.js, for quiz outputs made before them.
 LABEL_JS = """
 (function name(tries) {
   var root = document.getElementById("%s");
   var boxes = root ? root.querySelectorAll('.Input-text') : [];
   if (!root || !root.querySelector('.Quiz')) { if (tries < 100) setTimeout(function () { name(tries + 1); }, 100); return; }
-  boxes.forEach(function (box) { box.setAttribute('aria-label', 'Your answer, a number; press Enter'); });
+  boxes.forEach(function (box) {
+    if (box.dataset.courseReady) return;
+    box.dataset.courseReady = '1';
+    box.setAttribute('aria-label', 'Your answer, a number; press Enter or Check');
+    box.setAttribute('inputmode', 'decimal');
+    box.setAttribute('enterkeyhint', 'done');
+    var check = document.createElement('button');
+    check.type = 'button';
+    check.className = 'course-quiz-check';
+    check.textContent = 'Check';
+    check.addEventListener('click', function () { if (box.onkeypress) box.onkeypress.call(box, {which: 13, keyCode: 13}); });
+    box.insertAdjacentElement('afterend', check);
+  });
 })(0);
 """
 
