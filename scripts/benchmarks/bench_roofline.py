@@ -263,7 +263,9 @@ def measure(steps: int = 30, profile_steps: int = 10, min_cpu_s: float = 0.5) ->
     peak = max(v for k, v in rates.items() if k.startswith("square"))   # the best this thread reached
     padded, useful = translation_useful_flops(t_model, t_sample, t_loss)
     g_flops = counted_flops(g_fb)
+    load = round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None   # other work beside this run
     return dict(kernels=torch.backends.cpu.get_cpu_capability(), torch=torch.__version__, threads=1, rates=rates,
+                load_average=load,
                 recipes=[roofline("08 translator", t_step, padded, useful, peak, steps, profile_steps),
                          roofline("09 GPT", g_step, g_flops, g_flops, peak, steps, profile_steps)])
 
@@ -284,7 +286,9 @@ def markdown(runs: list[dict]) -> str:
              "|---|" + "---|" * len(runs)]
     for name in runs[0]["rates"]:
         rates.append(f"| {name} | " + " | ".join(f"{run['rates'][name]:.1f}" for run in runs) + " |")
-    return ("\n".join(rows) + "\n\nThe parts are shares of a step timed under the profiler (its own cost lands in "
+    loads = ", ".join(f"{run['kernels']} {run.get('load_average')}" for run in runs)
+    return ("\n".join(rows) + f"\n\nLoad average (1 min) at the end of each run: {loads}."
+            + " The parts are shares of a step timed under the profiler (its own cost lands in "
             "\"outside operators\"). The costliest other operators:\n\n" + "\n".join(tops)
             + "\n\nThe matmul rate on one thread, GFLOP/s:\n\n" + "\n".join(rates))
 
