@@ -739,6 +739,22 @@ _TORCH_INTERNALS = {"_C", "ops", "library", "jit", "compile", "_dynamo", "overri
 _ALLOWED_DUNDERS = {"__init__", "__name__"}
 
 
+def _syntax_tree(source: str):
+    """``source``'s syntax tree, read after IPython's own transformation where it does not parse as Python
+    (magics, ``!`` lines); a sentence saying why where it does not parse even then."""
+    import ast
+
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            return ast.parse(TransformerManager().transform_cell(source))
+        except SyntaxError as e:
+            return f"code that does not parse (line {e.lineno})"
+
+
 def screen(source: str) -> list[str]:
     """The capabilities a cell's code uses, each with its line: dunder access, computed ``getattr``,
     attribute assignment on a module or class, tensor subclasses, threads and processes, files and the
@@ -746,15 +762,9 @@ def screen(source: str) -> list[str]:
     parse (IPython magics) is read after IPython's own transformation."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except SyntaxError as e:
-            return [f"code that does not parse (line {e.lineno})"]
+    tree = _syntax_tree(source)
+    if isinstance(tree, str):
+        return [tree]
     imported: set[str] = set()
     classes: set[str] = set()
     for node in ast.walk(tree):
@@ -883,15 +893,9 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
     attributes); code that does not parse, even after IPython's transformation, is outside."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except SyntaxError as e:
-            return [f"code that does not parse (line {e.lineno})"]
+    tree = _syntax_tree(source)
+    if isinstance(tree, str):
+        return [tree]
     bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
