@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "tests" / "hub"), str(ROOT / "tests"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "tests" / "hub"), str(ROOT / "tests"), str(ROOT / "tests" / "courseware" / "grading"), str(ROOT)]
 from hubclient import ClassHub, Person  # noqa: E402
 from courseware.editions.nbgrader_course import exercise_section_end, exercise_section_start, release  # noqa: E402
 from test_hub import AID, COURSE, answered, serve_repository  # noqa: E402

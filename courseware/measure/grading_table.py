@@ -35,7 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args(argv)
     tree = args.tree.resolve()
-    sys.path[:0] = [str(tree), str(HERE / "tests")]   # the grader from --tree; the attacks from this checkout
+    sys.path[:0] = [str(tree), str(HERE / "tests"), str(HERE / "tests" / "courseware" / "grading")]   # the grader
+    # from --tree; the attacks and the round trip's submissions from this checkout
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI

@@ -43,7 +43,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT / "classroom")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT / "tests" / "courseware" / "grading"), str(ROOT / "classroom")]
 import setup_class as setup_accounts  # noqa: E402  (the script an instructor runs; its `exists` is reused)
 from hubclient import ClassHub, Person, free_port  # noqa: E402
 from test_nbgrader_roundtrip import SHORTCUTS, grade_id, submission  # noqa: E402
