@@ -15,7 +15,8 @@ def site_requirements(text: str) -> list[str]:
     block = re.search(r"(?ms)^site = \[\n(.*?)^\]", text)
     if block is None:
         raise SystemExit("pyproject.toml has no `site = [...]` optional dependency group")
-    return re.findall(r'^\s*"([^"]+)",?\s*$', block.group(1), re.M)
+    # one quoted requirement a line, a comment after it allowed (TOML's own rule)
+    return re.findall(r'^\s*"([^"]+)",?\s*(?:#.*)?$', block.group(1), re.M)
 
 
 if __name__ == "__main__":
