@@ -579,6 +579,7 @@ def train_toy_reverser(attention: str | None, seed: int, train: list[tuple[list[
     attention)."""
     from torch.utils.data import DataLoader
 
+    from .metrics import exact_match
     from .text import collate_pairs
     from .training import fit, set_seed
 
@@ -590,6 +591,6 @@ def train_toy_reverser(attention: str | None, seed: int, train: list[tuple[list[
     fit(m, seq2seq_loss, loader, torch.optim.Adam(m.parameters(), lr=3e-3), epochs=epochs, progress=False)
     refs = [t[1:] for t in test.tgt.tolist()]   # without <bos>, ending in <eos>
     ids, ws = greedy_decode(m, test.src, test.src_mask)
-    exact = sum(p == r[: r.index(EOS_ID) + 1] for p, r in zip(ids, refs)) / len(refs)
+    exact = exact_match(ids, [r[: r.index(EOS_ID) + 1] for r in refs])
     peak = None if ws[0] is None else torch.cat([w.max(-1).values for w in ws]).mean().item()
     return m, exact, peak
