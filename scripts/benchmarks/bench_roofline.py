@@ -139,7 +139,9 @@ def profile_parts(step: Callable[[], None], steps: int) -> tuple[dict[str, float
     """Each part's share (%) of a profiled step: operators' own time from ``torch.profiler`` (which times them by
     the clock, so the step is timed by the clock too), summed by :func:`part_of`; "outside operators" is the rest
     of the step (Python, dispatch, and the profiler's own cost, which is why the step's profiled time is returned
-    beside it), and the five costliest "other operators" with their share."""
+    beside it), and the five costliest "other operators" with their share. An operator called inside the
+    optimizer's step (Adam's ``mul_``, ``addcdiv_``, ``sqrt``…) counts as the optimizer's, by the profiler's parent
+    links."""
     from torch.profiler import ProfilerActivity, profile
 
     step()
@@ -149,12 +151,18 @@ def profile_parts(step: Callable[[], None], steps: int) -> tuple[dict[str, float
             step()
         profiled = (time.perf_counter() - t0) / steps
     parts = dict.fromkeys(PARTS[:-1], 0.0)
-    others = []
-    for event in prof.key_averages():
+    other: dict[str, float] = {}
+    for event in prof.events():        # every call, with its parent: an operator the optimizer runs is the optimizer's
         seconds = event.self_cpu_time_total / 1e6 / steps
-        parts[part_of(event.key)] += seconds
-        if part_of(event.key) == "other operators":
-            others.append((seconds, event.key))
+        part, parent = part_of(event.name), event.cpu_parent
+        while parent is not None and part != "optimizer":
+            if part_of(parent.name) == "optimizer":
+                part = "optimizer"
+            parent = parent.cpu_parent
+        parts[part] += seconds
+        if part == "other operators":
+            other[event.name] = other.get(event.name, 0.0) + seconds
+    others = [(sec, name) for name, sec in other.items()]
     shares = {k: 100 * v / profiled for k, v in parts.items()}
     shares["outside operators"] = max(0.0, 100 - sum(shares.values()))
     top = [[name, round(100 * sec / profiled, 1)] for sec, name in sorted(others, reverse=True)[:5]]
