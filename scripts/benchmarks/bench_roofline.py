@@ -88,6 +88,20 @@ def counted_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
+PAD_SAMPLE = 8   # the batches whose pairs are each run alone, for the pad share
+
+
+def translation_flops(model, batch, loss_fn) -> int:
+    """The FLOPs of one padded batch, forward and backward."""
+    def step():
+        model.zero_grad(set_to_none=True)
+        loss_fn(model, batch).backward()
+
+    flops = counted_flops(step)
+    model.zero_grad(set_to_none=True)
+    return flops
+
+
 def translation_useful_flops(model, batch, loss_fn) -> tuple[int, int]:
     """(FLOPs of the padded batch, FLOPs of its pairs each alone at its own length): forward and backward."""
     from utils.text import collate_pairs
@@ -186,8 +200,8 @@ def roofline(name: str, step: Callable[[], None], counted: int, useful: int, pea
 
 def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: bool = False, samples: int = 8):
     """Notebook 08's live model, data, optimizer and schedule (``bench_fast_translation.ARMS[arm]``): a step
-    function over the bucketed batches, ``samples`` batches of it (for the FLOPs of a mean step), and the shapes it
-    multiplies."""
+    function that runs ``samples`` bucketed batches in the loader's order (then again), those batches (to count the
+    FLOPs of the steps timed), and the shapes it multiplies."""
     from functools import partial
 
     from scripts.benchmarks.bench_fast_translation import ARMS
@@ -209,7 +223,10 @@ def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: b
     if c.get("fused"):
         opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
         sched = warmup_scheduler(opt, c["d_model"], c["warmup"], c["factor"])
-    batches = cycle(make_loader(data.train, c["batch"], shuffle=True, seed=0, bucket=c["bucket"]))
+    # the batches the step runs, in the loader's order, drawn once: the FLOPs are counted on the ones timed
+    loader = iter(cycle(make_loader(data.train, c["batch"], shuffle=True, seed=0, bucket=c["bucket"])))
+    sample = [next(loader) for _ in range(samples)]
+    batches = cycle(sample)
     model.train()
     if compiled:
         model.compile()       # in place: still a Transformer, its forward compiled by TorchInductor
@@ -224,7 +241,6 @@ def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: b
         opt.step()
         sched.step()
 
-    sample = [next(batches) for _ in range(samples)]
     tokens = int((sample[0].tgt != cfg.pad_id).sum())
     shapes = {"08 feed-forward": (tokens, c["d_model"], c["d_ff"]),
               "08 output projection": (tokens, c["d_model"], cfg.tgt_vocab)}
@@ -292,7 +308,7 @@ def lever_steps(steps: int = 40) -> list[dict]:
     rows = []
     for name, (arm, compiled, bf16) in LEVERS.items():
         try:
-            step, _, _ = translation_recipe(arm, compiled=compiled, bf16=bf16)
+            step, _, _ = translation_recipe(arm, compiled=compiled, bf16=bf16, samples=steps + 3)
             t0 = time.thread_time()
             step()
             first = time.thread_time() - t0
@@ -328,15 +344,17 @@ def measure(steps: int = 30, profile_steps: int = 10, min_cpu_s: float = 0.5) ->
     from utils.training import set_cpu_threads
 
     set_cpu_threads(1)
-    translators = {name: translation_recipe(arm) for name, arm in TRANSLATION_ARMS.items()}
+    timed = 3 + steps + 1 + profile_steps          # step_seconds' warm-up and steps, profile_parts' warm-up and steps
+    translators = {name: translation_recipe(arm, samples=timed) for name, arm in TRANSLATION_ARMS.items()}
     g_step, g_fb, g_shapes = gpt_recipe()
     t_shapes = translators["08 translator"][2]
     rates = peak_rates({**t_shapes, **g_shapes}, min_cpu_s=min_cpu_s)
     peak = max(v for k, v in rates.items() if k.startswith("square"))   # the best this thread reached
     rows = []
     for name, (t_step, (t_model, t_sample, t_loss), _) in translators.items():
-        counts = [translation_useful_flops(t_model, b, t_loss) for b in t_sample]   # the mean of a few batches
-        padded, useful = (sum(c[i] for c in counts) // len(counts) for i in (0, 1))
+        padded = sum(translation_flops(t_model, b, t_loss) for b in t_sample) // len(t_sample)   # a mean step's
+        pads = [translation_useful_flops(t_model, b, t_loss) for b in t_sample[:PAD_SAMPLE]]   # pairs alone: slow
+        useful = round(padded * sum(u for _, u in pads) / sum(p for p, _ in pads))
         rows.append(roofline(name, t_step, padded, useful, peak, steps, profile_steps))
     g_flops = counted_flops(g_fb)
     rows.append(roofline("09 GPT", g_step, g_flops, g_flops, peak, steps, profile_steps))

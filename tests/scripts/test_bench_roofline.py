@@ -31,6 +31,8 @@ def test_pad_positions_are_counted_apart():
     padded, useful = bench.translation_useful_flops(model, ragged, translation_loss)
     assert 0 < useful < padded
     assert all(p.grad is None for p in model.parameters())   # counting leaves no gradient behind
+    assert bench.translation_flops(model, ragged, translation_loss) == padded
+    assert all(p.grad is None for p in model.parameters())
 
 
 @pytest.mark.parametrize("name, part", [("aten::mm", "matmul"), ("aten::bmm", "matmul"),
