@@ -31,9 +31,9 @@ one entry each under its chapter and exercise, the page it came from in its head
 from the first print and filled in for the second. Speaker notes are not on the site.
 
 The book is a tagged PDF (Chromium's ``tagged``: a structure tree of headings, paragraphs, lists, tables and
-figures with their alt text, which a screen reader follows; ``/MarkInfo /Marked true``). pypdf adds the bookmarks
-and the metadata to Chromium's print, and qpdf (pikepdf) saves it with object streams (``compact``). Prints the page count, the bookmarks, the
-internal links, the model answers moved, the empty code frames and the size.
+figures with their alt text, which a screen reader follows; ``/MarkInfo /Marked true``). pikepdf (qpdf) adds the
+bookmarks and the metadata to Chromium's print and saves it with object streams (``finish``). Prints the page count,
+the bookmarks, the internal links, the model answers moved, the empty code frames and the size.
 """
 
 from __future__ import annotations
@@ -356,45 +356,43 @@ def start_pages(path: Path) -> dict[str, int]:
 
 
 def finish(out: Path, outline: list[dict]) -> None:
-    """The book as printed, with its outline (each page of the site, its sections under it) and its metadata; the
-    structure tree of Chromium's tagged print is kept (pypdf clones the whole document)."""
-    from pypdf import PdfReader, PdfWriter
-
-    reader = PdfReader(out)
-    writer = PdfWriter(clone_from=reader)
-    dests = {str(name).lstrip("/"): dest for name, dest in reader.named_destinations.items()}
-
-    def page_of(name):
-        return reader.get_destination_page_number(dests[name]) if name in dests else None
-
-    writer.add_outline_item(title="Contents", page_number=0)
-    for entry in outline:
-        start = page_of(entry["id"])
-        if start is None:
-            continue
-        parent = writer.add_outline_item(title=entry["title"], page_number=start)
-        for section in entry["sections"]:
-            at = page_of(section["id"])
-            if at is not None:
-                writer.add_outline_item(title=section["title"], page_number=at, parent=parent)
-    writer.page_mode = "/UseOutlines"
-    writer.add_metadata({"/Title": BOOK_TITLE, "/Author": BOOK_AUTHOR, "/Creator": "courseware/editions/book_pdf.py (Chromium)",
-                         "/Subject": "The course's website as one book: chapters, appendices, guides, model answers"})
-    tmp = out.with_suffix(".tmp.pdf")
-    with open(tmp, "wb") as f:
-        writer.write(f)
-    compact(tmp, out)
-    tmp.unlink()
-
-
-def compact(src: Path, out: Path) -> None:
-    """``src`` saved to ``out`` by qpdf (pikepdf) with its objects in compressed object streams and every stream
-    compressed: Skia writes each of a tagged PDF's ~150,000 structure elements as an object of its own, uncompressed
-    (2.3 times the size of the untagged print), and pypdf writes them out as it read them. A stream already
-    compressed (the images, the fonts) is not decoded again; an uncompressed one is compressed, losslessly."""
+    """The book as Chromium printed it, with its outline (each page of the site, its sections under it) and its
+    metadata, saved by qpdf (pikepdf) with its objects in compressed object streams and every stream compressed:
+    Skia writes each of a tagged PDF's ~150,000 structure elements as an object of its own, uncompressed (2.3 times
+    the size of the untagged print). A stream already compressed (the images, the fonts) is not decoded again; an
+    uncompressed one is compressed, losslessly. The structure tree is kept as it is."""
     import pikepdf
 
-    with pikepdf.open(src) as pdf:
+    with pikepdf.open(out, allow_overwriting_input=True) as pdf:
+        index = {page.objgen: i for i, page in enumerate(pdf.pages)}
+        dests = {}
+        if "/Dests" in pdf.Root:   # Chromium: one named destination for each id a link points at
+            dests.update((str(name).lstrip("/"), dest) for name, dest in pdf.Root.Dests.items())
+        if "/Names" in pdf.Root and "/Dests" in pdf.Root.Names:
+            dests.update((str(name), dest) for name, dest in pikepdf.NameTree(pdf.Root.Names.Dests).items())
+
+        def page_of(name):
+            dest = dests.get(name)
+            if isinstance(dest, pikepdf.Dictionary):
+                dest = dest.D
+            return index.get(dest[0].objgen) if dest is not None else None
+
+        with pdf.open_outline() as book:
+            book.root.clear()
+            book.root.append(pikepdf.OutlineItem("Contents", 0))
+            for entry in outline:
+                start = page_of(entry["id"])
+                if start is None:
+                    continue
+                item = pikepdf.OutlineItem(entry["title"], start)
+                item.children.extend(pikepdf.OutlineItem(section["title"], at) for section in entry["sections"]
+                                     if (at := page_of(section["id"])) is not None)
+                book.root.append(item)
+        pdf.Root.PageMode = pikepdf.Name.UseOutlines
+        pdf.docinfo["/Title"] = BOOK_TITLE
+        pdf.docinfo["/Author"] = BOOK_AUTHOR
+        pdf.docinfo["/Creator"] = "courseware/editions/book_pdf.py (Chromium)"
+        pdf.docinfo["/Subject"] = "The course's website as one book: chapters, appendices, guides, model answers"
         pdf.save(out, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True,
                  recompress_flate=False)
 
