@@ -9,7 +9,7 @@ a contents page, the landing page, the ten chapters (and their appendix pages) i
 and the guides (each page's article, its maths typeset by the site's MathJax, its figures loaded), and
 prints it with `page.pdf` (A4, page numbers in the footer). The book can be navigated:
 
-* an outline (bookmarks) made by Chromium from the headings, one top-level entry per page of the site;
+* an outline (bookmarks), one top-level entry per page of the site and its sections under it (``finish``);
 * a contents page listing every page of the site under its part, each with the PDF page it starts on
   (the book is printed twice: the first print says where each page begins, read back from its named
   destinations, and the second, the book itself, has the numbers filled in; the numbers' space is kept in the
