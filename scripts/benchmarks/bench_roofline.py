@@ -27,6 +27,7 @@ without AVX2 run. Nothing here asserts a time; ``tests/scripts/test_bench_roofli
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -43,6 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "runs" / "roofline" / "results.json"
 LEVERS_OUT = ROOT / "runs" / "roofline" / "levers.json"
+LEVERS_BEGIN, LEVERS_END = ("<!-- levers table: scripts/benchmarks/bench_roofline.py --levers -->",
+                            "<!-- end of levers table -->")
 BEGIN, END = "<!-- roofline table: scripts/benchmarks/bench_roofline.py --write -->", "<!-- end of roofline table -->"
 PARTS = ["matmul", "softmax and loss", "layer norm", "embedding", "optimizer", "other operators", "outside operators"]
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addmv",
@@ -198,13 +201,15 @@ def roofline(name: str, step: Callable[[], None], counted: int, useful: int, pea
 
 # --------------------------------------------------------------------------------------------- the live recipes
 
-def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: bool = False, samples: int = 8):
+def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: bool = False, samples: int = 8,
+                       checks: bool = True):
     """Notebook 08's live model, data, optimizer and schedule (``bench_fast_translation.ARMS[arm]``): a step
     function that runs ``samples`` bucketed batches in the loader's order (then again), those batches (to count the
     FLOPs of the steps timed), and the shapes it multiplies."""
     from functools import partial
 
     from scripts.benchmarks.bench_fast_translation import ARMS
+    from utils.checks import checks_off
     from utils.schedule import transformer_adam, warmup_scheduler
     from utils.training import set_seed
     from utils.translation import make_loader, prepare_translation
@@ -231,9 +236,10 @@ def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: b
     if compiled:
         model.compile()       # in place: still a Transformer, its forward compiled by TorchInductor
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+    doors = contextlib.nullcontext() if checks else checks_off()   # checks_off: the doors check nothing
 
     def step():
-        with autocast:
+        with autocast, doors:
             loss = loss_fn(model, next(batches))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -288,13 +294,16 @@ def cycle(loader: Iterable):
 
 # --------------------------------------------------------------------------------------------- the levers
 
-LEVERS = {   # name: (bench_fast_translation arm, torch.compile, bf16 autocast)
-    "08 as trained (nb08_nodrop)": ("nb08_nodrop", False, False),
-    "Adam's fused CPU kernel": ("nb08_fused", False, False),
-    "batches by both lengths": ("nb08_pairs", False, False),
-    "3,000 BPE merges a side": ("nb08_bpe3000", False, False),
-    "bf16 autocast": ("nb08_nodrop", False, True),
-    "torch.compile": ("nb08_nodrop", True, False),
+LEVERS = {   # name: (bench_fast_translation arm, torch.compile, bf16 autocast, the doors' checks)
+    "08 as trained (nb08_nodrop)": ("nb08_nodrop", False, False, True),
+    "Adam's fused CPU kernel": ("nb08_fused", False, False, True),
+    "batches by both lengths": ("nb08_pairs", False, False, True),
+    "3,000 BPE merges a side": ("nb08_bpe3000", False, False, True),
+    "BPE + batches by both lengths": ("bpe_pairs_1000", False, False, True),
+    "bf16 autocast": ("nb08_nodrop", False, True, True),
+    "the doors' checks off": ("nb08_nodrop", False, False, False),
+    "torch.compile": ("nb08_nodrop", True, False, True),
+    "torch.compile, the doors' checks off": ("nb08_nodrop", True, False, False),
 }
 
 
@@ -306,9 +315,9 @@ def lever_steps(steps: int = 40) -> list[dict]:
 
     set_cpu_threads(1)
     rows = []
-    for name, (arm, compiled, bf16) in LEVERS.items():
+    for name, (arm, compiled, bf16, checks) in LEVERS.items():
         try:
-            step, _, _ = translation_recipe(arm, compiled=compiled, bf16=bf16, samples=steps + 3)
+            step, _, _ = translation_recipe(arm, compiled=compiled, bf16=bf16, samples=steps + 3, checks=checks)
             t0 = time.thread_time()
             step()
             first = time.thread_time() - t0
@@ -386,6 +395,18 @@ def markdown(runs: list[dict]) -> str:
             + "\n\nThe matmul rate on one thread, GFLOP/s:\n\n" + "\n".join(rates))
 
 
+def write_levers(run: dict) -> None:
+    """runs/roofline/levers.json, and RESULTS.md's levers table between its markers."""
+    LEVERS_OUT.parent.mkdir(parents=True, exist_ok=True)
+    LEVERS_OUT.write_text(json.dumps(run, indent=1) + "\n")
+    results = ROOT / "RESULTS.md"
+    text = results.read_text(encoding="utf-8")
+    if LEVERS_BEGIN in text:
+        block = f"{LEVERS_BEGIN}\n{levers_markdown(run['rows'])}\n{LEVERS_END}"
+        text = text[:text.index(LEVERS_BEGIN)] + block + text[text.index(LEVERS_END) + len(LEVERS_END):]
+        results.write_text(text, encoding="utf-8")
+
+
 def write(runs: list[dict]) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(runs, indent=1) + "\n")
@@ -409,14 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="both kernels; write runs/roofline/results.json, RESULTS.md")
     ap.add_argument("--json", action="store_true", help="print this run as JSON (what --write reads)")
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--levers", action="store_true", help="notebook 08's step under each lever (LEVERS), printed")
+    ap.add_argument("--levers", action="store_true",
+                    help="notebook 08's step under each lever (LEVERS): runs/roofline/levers.json, RESULTS.md's table")
     args = ap.parse_args(argv)
     if args.levers:
         rows = lever_steps(args.steps)
         print(levers_markdown(rows))
-        LEVERS_OUT.parent.mkdir(parents=True, exist_ok=True)
-        LEVERS_OUT.write_text(json.dumps(dict(kernels=torch.backends.cpu.get_cpu_capability(), torch=torch.__version__,
-                                              load_average=round(os.getloadavg()[0], 1), rows=rows), indent=1) + "\n")
+        write_levers(dict(kernels=torch.backends.cpu.get_cpu_capability(), torch=torch.__version__,
+                          load_average=round(os.getloadavg()[0], 1), steps=args.steps, rows=rows))
         return 0
     if args.portable or args.write:
         env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
