@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import OrderedDict
 import os
 import sys
 import types
@@ -190,6 +191,306 @@ def record_path(directory: str | os.PathLike, grade_id: str) -> Path:
     if not grade_id.replace("_", "").isalnum():
         raise ValueError(f"grade_id must be letters, digits and underscores, got {grade_id!r}")
     return Path(directory) / f"{grade_id}.safetensors"
+
+
+# ---------------------------------------------------------------------------------------------
+# The hidden inputs as the judge hands them to the student's kernel (autograde): drawn by the judge, outside,
+# with a key of its own, and written to a file the kernel reads (a folder bound read-only into the sandbox).
+# A richer form than a record's: tuples stay tuples, a tensor keeps its strides (a non-contiguous case stays
+# non-contiguous), its dtype and requires_grad, and the cases of courseware.grading.cases stay Case objects.
+
+INPUTS_ENV = "COURSE_GRADING_INPUTS"    # autograde: the folder the judge writes each check's inputs to
+INPUTS_DONE = "all.done"                # written there by the judge once it has drawn every check's inputs
+INPUTS_WAIT = 900.0                     # seconds the kernel waits for a check's inputs
+
+
+def pack_inputs(obj: Any) -> bytes:
+    """``obj`` (what a hidden block's inputs() returns) as safetensors bytes with a JSON skeleton: no pickled code."""
+    from safetensors.torch import save
+
+    from courseware.grading.cases import Case
+
+    tensors: dict[str, torch.Tensor] = {}
+
+    def walk(o, path):
+        if isinstance(o, torch.Tensor):
+            name = f"t{len(tensors)}"
+            t = o.detach().to("cpu")
+            if t.is_complex() or t.layout != torch.strided or type(t) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
+                raise TypeError(f"{path}: hidden inputs hold dense real tensors, got {type(o).__name__} {t.dtype} {t.layout}")
+            t = t.as_subclass(torch.Tensor) if type(t) is not torch.Tensor else t
+            n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
+            base = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,)).clone()
+            tensors[name] = base
+            return {"__strided__": name, "size": list(t.shape), "stride": list(t.stride()),
+                    "offset": t.storage_offset(), "grad": bool(o.requires_grad),
+                    "parameter": isinstance(o, torch.nn.Parameter)}
+        if isinstance(o, bool) or o is None or isinstance(o, str):
+            return o
+        if isinstance(o, int):
+            return {"__int__": str(o)}
+        if isinstance(o, float):
+            return {"__float__": repr(o)}
+        if isinstance(o, torch.dtype):
+            return {"__dtype__": str(o).removeprefix("torch.")}
+        if isinstance(o, torch.Size):
+            return {"__size__": list(o)}
+        if isinstance(o, Case):
+            return {"__case__": o.name, "args": walk(tuple(o.args), f"{path}.args"), "kwargs": walk(dict(o.kwargs), f"{path}.kwargs")}
+        if isinstance(o, torch.nn.Module):
+            made = o.__dict__.get(_MADE_WITH)
+            cls = type(o)
+            if made is None or not cls.__module__.startswith(_MODULE_SOURCES):
+                raise TypeError(f"{path}: a {cls.__name__} made outside the hidden inputs' draw, or not of torch.nn or utils")
+            return {"__module__": f"{cls.__module__}:{cls.__qualname__}", "args": walk(made[0], f"{path}(args)"),
+                    "kwargs": walk(made[1], f"{path}(kwargs)"),
+                    "state": walk(dict(o.state_dict(keep_vars=True)), f"{path}.state_dict()"),
+                    "training": {name: m.training for name, m in o.named_modules()}}
+        if isinstance(o, dict):
+            if type(o) not in (dict, OrderedDict):
+                raise TypeError(f"{path}: hidden inputs hold plain dicts, got {type(o).__name__}")
+            if not all(isinstance(k, str) for k in o):
+                return {"__pairs__": [[walk(k, f"{path} key"), walk(v, f"{path}[{k!r}]")] for k, v in o.items()],
+                        "ordered": type(o) is OrderedDict}
+            return {"__dict__": {k: walk(v, f"{path}.{k}") for k, v in o.items()}, "ordered": type(o) is OrderedDict}
+        if isinstance(o, tuple):
+            return {"__tuple__": [walk(v, f"{path}[{i}]") for i, v in enumerate(o)]}
+        if isinstance(o, list):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(o)]
+        raise TypeError(f"{path}: hidden inputs hold tensors, numbers, str, None, dtypes, cases, tuples, lists and dicts; "
+                        f"got {type(o).__name__}")
+
+    skeleton = walk(obj, "x")
+    return save(tensors, metadata={"skeleton": json.dumps(skeleton)})
+
+
+_MADE_WITH = "_course_made_with"           # a module made during the judge's draw: the arguments it was made with
+_MODULE_SOURCES = ("torch.nn.", "utils.")
+
+
+class made_with:
+    """While the judge draws the hidden inputs: every ``nn.Module`` made keeps the arguments it was made with,
+    so that :func:`pack_inputs` can hand it in as (class, arguments, state) and the kernel make the same one."""
+
+    _on: list[bool] = []
+
+    def __enter__(self):
+        if vars(torch.nn.Module).get("__new__") is not _module_new:   # installed once, in the judge's process
+            torch.nn.Module.__new__ = _module_new   # (a __new__ cannot be taken back out of a class cleanly)
+        made_with._on.append(True)
+        return self
+
+    def __exit__(self, *exc):
+        made_with._on.pop()
+        return False
+
+
+def _module_new(cls, *args, **kwargs):
+    obj = object.__new__(cls)
+    if made_with._on:
+        obj.__dict__[_MADE_WITH] = (tuple(args), dict(kwargs))
+    return obj
+
+
+def same_inputs(a: Any, b: Any, path: str = "x") -> str | None:
+    """None when ``b`` (the kernel's copy, :func:`unpack_inputs`) is ``a`` (what the judge drew) to the bit: the
+    same types, values, dtypes, strides and modules; else where they differ."""
+    from courseware.grading.cases import Case
+
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} became {type(b).__name__}"
+    if isinstance(a, torch.Tensor):
+        if (a.dtype, a.shape, a.stride(), a.requires_grad) != (b.dtype, b.shape, b.stride(), b.requires_grad):
+            return f"{path}: dtype, shape, strides or requires_grad differ"
+        return None if torch.equal(a.detach().nan_to_num(0.0) if a.is_floating_point() else a.detach(),
+                                   b.detach().nan_to_num(0.0) if b.is_floating_point() else b.detach()) \
+            and (not a.is_floating_point() or torch.equal(a.isnan(), b.isnan())) else f"{path}: values differ"
+    if isinstance(a, torch.nn.Module):
+        if repr(a) != repr(b):
+            return f"{path}: the module differs ({repr(a)[:80]} / {repr(b)[:80]})"
+        if [m.training for m in a.modules()] != [m.training for m in b.modules()]:
+            return f"{path}: training flags differ"
+        return same_inputs(dict(a.state_dict(keep_vars=True)), dict(b.state_dict(keep_vars=True)), f"{path}.state_dict()")
+    if isinstance(a, Case):
+        if a.name != b.name:
+            return f"{path}: case names differ"
+        return same_inputs((a.args, a.kwargs), (b.args, b.kwargs), path)
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return f"{path}: keys differ"
+        return next((d for k in a if (d := same_inputs(a[k], b[k], f"{path}[{k!r}]"))), None)
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{path}: lengths differ"
+        return next((d for i, (u, v) in enumerate(zip(a, b)) if (d := same_inputs(u, v, f"{path}[{i}]"))), None)
+    if isinstance(a, float) and a != a:
+        return None if b != b else f"{path}: values differ"
+    return None if a == b else f"{path}: {a!r} became {b!r}"
+
+
+def unpack_inputs(data: bytes) -> Any:
+    """The inverse of :func:`pack_inputs` (in the student's kernel)."""
+    from safetensors.torch import load
+
+    from courseware.grading.cases import Case
+
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + header_len])
+    skeleton = json.loads(header.get("__metadata__", {}).get("skeleton", "null"))
+    tensors = load(data)
+
+    def walk(o):
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        if isinstance(o, dict):
+            if "__strided__" in o:
+                t = tensors[o["__strided__"]].as_strided(o["size"], o["stride"], o["offset"])
+                if o.get("parameter"):
+                    return torch.nn.Parameter(t, requires_grad=bool(o.get("grad")))
+                return t.requires_grad_() if o.get("grad") else t
+            if "__int__" in o:
+                return int(o["__int__"])
+            if "__float__" in o:
+                return float(o["__float__"])
+            if "__dtype__" in o:
+                dtype = getattr(torch, str(o["__dtype__"]), None)
+                if not isinstance(dtype, torch.dtype):
+                    raise ValueError(f"malformed inputs: dtype {o['__dtype__']!r}")
+                return dtype
+            if "__size__" in o:
+                return torch.Size(int(v) for v in o["__size__"])
+            if "__case__" in o:
+                return Case(str(o["__case__"]), walk(o["args"]), walk(o["kwargs"]))
+            if "__pairs__" in o:
+                return (OrderedDict if o.get("ordered") else dict)((walk(k), walk(v)) for k, v in o["__pairs__"])
+            if "__module__" in o:
+                import importlib
+
+                where, _, qualname = str(o["__module__"]).partition(":")
+                if not where.startswith(_MODULE_SOURCES):
+                    raise ValueError(f"malformed inputs: module {o['__module__']!r}")
+                cls = importlib.import_module(where)
+                for part in qualname.split("."):
+                    cls = getattr(cls, part)
+                with torch.random.fork_rng(devices=[]):   # made as the judge made it, without touching the kernel's RNG
+                    m = cls(*walk(o["args"]), **walk(o["kwargs"]))
+                state = walk(o["state"])
+                m.load_state_dict(state, assign=True)
+                for name, p in m.named_parameters():
+                    if name in state:
+                        p.requires_grad_(state[name].requires_grad)
+                for name, sub in m.named_modules():
+                    sub.training = bool(o["training"].get(name, sub.training))
+                return m
+            if "__tuple__" in o:
+                return tuple(walk(v) for v in o["__tuple__"])
+            if "__dict__" in o:
+                return (OrderedDict if o.get("ordered") else dict)((k, walk(v)) for k, v in o["__dict__"].items())
+            raise ValueError(f"malformed inputs skeleton: {o!r}")
+        if o is None or isinstance(o, (bool, str)):
+            return o
+        raise ValueError(f"malformed inputs skeleton: {o!r}")
+    return walk(skeleton)
+
+
+def inputs_path(directory: str | os.PathLike, grade_id: str) -> Path:
+    return record_path(directory, grade_id).with_suffix(".inputs")
+
+
+def handed_inputs(grade_id: str, directory: str | None = None, wait: float = INPUTS_WAIT) -> Any:
+    """In the student's kernel, under autograde: the inputs the judge drew for ``grade_id`` (waiting, while the
+    judge is still preparing, for its file to appear)."""
+    import time
+
+    directory = directory or os.environ.get(INPUTS_ENV)
+    if not directory:
+        raise RuntimeError(f"{grade_id}: no hidden inputs folder ({INPUTS_ENV} is not set)")
+    path, done = inputs_path(directory, grade_id), Path(directory) / INPUTS_DONE
+    deadline = time.monotonic() + wait
+    while not path.is_file():
+        if done.is_file() and not path.is_file():
+            raise RuntimeError(f"{grade_id}: the judge drew no inputs for this check (see the judge's verdict)")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{grade_id}: the judge's inputs did not come within {wait:.0f} s")
+        time.sleep(0.02)
+    return unpack_inputs(path.read_bytes())
+
+
+def record_run(grade_id: str, run: Callable[[Any], Any]) -> None:
+    """What the kernel runs of a hidden check under autograde (:func:`kernel_block`): ``run`` on the inputs the
+    judge handed in, under a :class:`Watch`, and the outputs, the watch's log and the canary written as the
+    record. Nothing here computes or compares an expected value."""
+    x = handed_inputs(grade_id)
+    with Watch() as watch:
+        result = run(x)
+        canary = watch.canary()
+    got = {"result": result, "log": watch.log[:len(watch.log) - len(canary)], "canary": canary}
+    data = to_bytes(got)
+    directory = os.environ.get(RECORDS_ENV)
+    if not directory:
+        raise RuntimeError(f"{grade_id}: no records folder ({RECORDS_ENV} is not set)")
+    path = record_path(directory, grade_id)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    print(f"{grade_id}: recorded for the judge (the grade is decided outside this kernel)")
+
+
+def _names_loaded(node) -> set[str]:
+    import ast
+
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _binds(stmt) -> set[str]:
+    import ast
+
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] \
+        if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else [stmt]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def kernel_block(block: str) -> str:
+    """The part of a hidden block (:func:`hidden_block`) the student's kernel runs under autograde: its imports,
+    ``run`` and the top-level definitions ``run`` reaches (helpers that call the student's code), then
+    ``record_run(grade_id, run)``. Not ``inputs`` (the judge draws them), not ``judge``, not a definition only
+    those use (references, expected values, case makers): they stay in the judge's process. Raises ``ValueError``
+    when the block does not end in one ``hidden_check("<id>", inputs, run, judge, ...)`` call."""
+    import ast
+
+    tree = ast.parse(block)
+    calls = [s for s in tree.body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+             and isinstance(s.value.func, ast.Name) and s.value.func.id == "hidden_check"]
+    if len(calls) != 1 or not calls[0].value.args or not isinstance(calls[0].value.args[0], ast.Constant):
+        raise ValueError("a hidden block ends in one hidden_check(\"<grade id>\", inputs, run, judge, ...) call")
+    call = calls[0].value
+    grade_id = call.args[0].value
+    run_arg = call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "run"), None)
+    if not isinstance(run_arg, ast.Name):
+        raise ValueError(f"{grade_id}: hidden_check's run is a function defined in the block")
+    defined = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for name in _binds(stmt):
+                defined.setdefault(name, []).append(stmt)
+    need, todo = set(), [run_arg.id]
+    while todo:
+        name = todo.pop()
+        if name in need or name not in defined:
+            continue
+        need.add(name)
+        for stmt in defined[name]:
+            todo += sorted(_names_loaded(stmt) - need)
+    keep = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))
+            or (s is not calls[0] and _binds(s) & need)]
+    lines = [ast.unparse(s) for s in keep]
+    lines.append("from courseware.grading.hidden import record_run")
+    lines.append(f"record_run({grade_id!r}, {run_arg.id})")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,6 +779,8 @@ _WATCHED_CELLS: list[str] = []   # judge mode: the cells autograde watched (Judg
 # The hidden check.
 
 _VERDICTS: dict[str, str | None] = {}   # judge mode: grade_id -> None (passed) or the reason
+_DRAWN: dict[str, Any] = {}              # the judge: grade_id -> the inputs it drew (and handed to the kernel)
+_DRAWING: list[bool] = []               # non-empty while the judge prepares: hidden_check only draws the inputs
 
 
 def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], Any],
@@ -493,8 +796,11 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
     key = os.environ.get(KEY_ENV)
     if key:
         inputs = keyed_seeds(inputs, key, grade_id)
+    if _DRAWING:
+        _DRAWN[grade_id] = inputs()
+        return
     if judging:
-        x = inputs()
+        x = _DRAWN[grade_id] if grade_id in _DRAWN else inputs()
         got = read_record(record_path(judging, grade_id))
         if got is None:
             raise AssertionError(f"{grade_id}: no record (the check cell did not run to its end in the student's kernel)")
@@ -603,14 +909,18 @@ class Judge:
     """The judge, in two steps, so that it is ready before the student's code runs.
 
     ``Judge(nb)`` (*prepare*) runs the trusted source notebook's Exercises section: its set-up cells
-    and model answers, and the imports of every hidden block, and keeps, for each graded code cell, its
-    hidden block and a copy of the namespace as it stood at that cell. ``decide(records)`` then runs
-    each hidden block in judge mode on the records. Under autograde the first step happens before the
-    student's kernel starts, so what that kernel later does to files on disk (the source notebook,
-    ``utils``) cannot change code the judge has already loaded; see INSTRUCTORS.md for what remains.
+    and model answers, and every hidden block in draw mode (its definitions, and ``hidden_check`` only
+    drawing the inputs, with the key in ``COURSE_GRADING_KEY`` when there is one), and keeps, for each
+    graded code cell, its hidden block, the inputs drawn and a copy of the namespace as it stood at that
+    cell. With ``inputs_dir`` (autograde) each check's inputs are written there (:func:`pack_inputs`) as
+    they are drawn, for the student's kernel to read (:func:`record_run`), then :data:`INPUTS_DONE`.
+    ``decide(records)`` then runs each hidden block in judge mode on the records and the same inputs.
+    Under autograde the first step starts before the student's kernel does, so what that kernel later does
+    to files on disk (the source notebook, ``utils``) cannot change code the judge has already loaded; see
+    INSTRUCTORS.md for what remains.
     """
 
-    def __init__(self, nb):
+    def __init__(self, nb, inputs_dir: str | os.PathLike | None = None):
         import ast
         import contextlib
         import io
@@ -627,25 +937,51 @@ class Judge:
         transform = TransformerManager().transform_cell
         namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
         self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
+        self.not_drawn: dict[str, str] = {}   # grade_id -> why its inputs could not be drawn
         sink = io.StringIO()
-        for cell in exercise_cells(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade"):
-                block = hidden_block(cell.source)
-                code = None
-                if block is not None:
-                    code = transform(block)
-                    imports = [n for n in ast.parse(code).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        this._DRAWN.clear()
+        try:
+            for cell in exercise_cells(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                meta = cell.metadata.get("nbgrader", {})
+                if meta.get("grade"):
+                    gid = meta.get("grade_id")
+                    block = hidden_block(cell.source)
+                    code = None
+                    mine = dict(namespace)
+                    if block is not None:
+                        code = transform(block)
+                        this._DRAWING[:] = [True]
+                        try:
+                            with contextlib.redirect_stdout(sink), made_with():
+                                exec(compile(code, f"<{gid}: inputs>", "exec"), mine)
+                            if gid not in this._DRAWN:
+                                raise AssertionError(f"{gid}: the hidden block never called hidden_check")
+                            if inputs_dir is not None:   # handed in only if the kernel's copy is the judge's to the bit
+                                data = pack_inputs(this._DRAWN[gid])
+                                differ = same_inputs(this._DRAWN[gid], unpack_inputs(data))
+                                if differ:
+                                    raise TypeError(f"the hidden inputs do not survive the hand-in: {differ}")
+                                path = inputs_path(inputs_dir, gid)
+                                path.with_suffix(".part").write_bytes(data)
+                                os.chmod(path.with_suffix(".part"), 0o644)
+                                os.replace(path.with_suffix(".part"), path)
+                        except Exception as e:  # noqa: BLE001 (this check fails; the others go on)
+                            self.not_drawn[gid] = f"{gid}: the judge could not draw its inputs: {type(e).__name__}: {e}"
+                        finally:
+                            this._DRAWING.clear()
+                    self.checks.append((gid, code, mine))
+                else:  # the trusted set-up cells and model answers
                     with contextlib.redirect_stdout(sink):
-                        exec(compile(ast.Module(body=imports, type_ignores=[]), "<imports>", "exec"), dict(namespace))
-                self.checks.append((meta.get("grade_id"), code, dict(namespace)))
-            else:  # the trusted set-up cells and model answers
-                with contextlib.redirect_stdout(sink):
-                    exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
-        if records_before is not None:
-            os.environ[RECORDS_ENV] = records_before
+                        exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
+        finally:
+            if inputs_dir is not None:   # the kernel stops waiting for inputs that will not come
+                done = Path(inputs_dir) / INPUTS_DONE
+                done.write_text("")
+                os.chmod(done, 0o644)
+            if records_before is not None:
+                os.environ[RECORDS_ENV] = records_before
 
     def decide(self, records: str | os.PathLike, watched: list[str] | None = None) -> dict[str, str | None]:
         """grade_id -> None (passed) or the reason it failed, for every graded code cell. ``watched``:
@@ -663,6 +999,9 @@ class Judge:
             for gid, code, namespace in self.checks:
                 if code is None:
                     verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
+                    continue
+                if gid in self.not_drawn:
+                    verdicts[gid] = self.not_drawn[gid]
                     continue
                 self._this._VERDICTS.pop(gid, None)
                 try:
@@ -998,8 +1337,10 @@ def serve() -> int:
     """``python -I -m courseware.grading.hidden serve``: the judge as autograde runs it, over a pipe.
 
     Makes itself non-dumpable, then reads one line of JSON from stdin: ``{"notebook": the source
-    notebook, "nonce": a per-run secret, "key": the hidden inputs' key}`` (a bare notebook is accepted
-    too: no nonce, published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
+    notebook, "nonce": a per-run secret, "inputs": the folder to hand the hidden inputs in (optional),
+    "number": the notebook's number, "key": a key for the hidden inputs (tests only: without one it draws
+    a fresh random key, which never leaves this process)}`` (a bare notebook is accepted too: no nonce,
+    published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
     line, ``{"records": folder, "watched": [cell ids]}``, and prints the verdicts as one line,
     ``VERDICTS_LINE nonce JSON``. Autograde accepts exactly one verdict line, and only with its nonce.
     Nothing it reads or writes goes through a file that the student's kernel could reach, except the
@@ -1008,15 +1349,17 @@ def serve() -> int:
 
     _not_dumpable()
     first = json.loads(sys.stdin.readline())
-    nonce = ""
+    import secrets
+
+    nonce, inputs_dir = "", None
     if isinstance(first, dict) and "notebook" in first:
         nonce = str(first.get("nonce") or "")
-        if first.get("key"):
-            os.environ[KEY_ENV] = str(first["key"])
+        os.environ[KEY_ENV] = str(first.get("key") or secrets.token_hex(32))   # this process's own, per grading run
         if first.get("number"):
             os.environ["COURSE_GRADING_NOTEBOOK"] = str(first["number"])
+        inputs_dir = first.get("inputs") or None
         first = first["notebook"]
-    judge = Judge(nbformat.reads(json.dumps(first), as_version=4))
+    judge = Judge(nbformat.reads(json.dumps(first), as_version=4), inputs_dir=inputs_dir)
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
     request = json.loads(sys.stdin.readline())
