@@ -485,7 +485,8 @@ def kernel_block(block: str) -> str:
         need.add(name)
         for stmt in defined[name]:
             todo += sorted(_names_loaded(stmt) - need)
-    keep = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))
+    keep = [s for s in tree.body if isinstance(s, ast.Import)
+            or isinstance(s, ast.ImportFrom) and any(a.name != "hidden_check" for a in s.names)
             or (s is not calls[0] and _binds(s) & need)]
     lines = [ast.unparse(s) for s in keep]
     lines.append("from courseware.grading.hidden import record_run")
@@ -1227,7 +1228,10 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
     :data:`ALLOWLIST_CALLS` named at all (called or passed around); no attribute in :data:`ALLOWLIST_ATTRS`;
     no :data:`GRADER_NAMES`, nor a name in ``reserved`` (what only the course's check cells define: their
     references and helpers) that the cell reads without binding it; attributes assigned or deleted only on
-    ``self`` (never on a module, a class or a function of the course's), ``self`` never rebound; no
+    ``self`` (never on a module, a class or a function of the course's), and only on a method's own ``self`` (its
+    first parameter, in a class's body: not a function's parameter that happens to be called ``self``, which a module
+    could be passed as), no method reached through its class (``C.set(F, ...)``, ``type(x).set``), ``self`` never
+    rebound; no
     subclass of a tensor, parameter or mode, no ``async``; no string holding ``__`` (a format string walks
     attributes); code that does not parse, even after IPython's transformation, is outside."""
     import ast
@@ -1247,6 +1251,40 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
     reserved = set(reserved) - bound
     found: list[str] = []
+    # where ``self`` may have attributes assigned: in a method (a function defined in a class's body, not a static
+    # method), on its own first parameter. A function of the cell's whose parameter is called self, or a method
+    # reached through its class (``C.set(F, ...)``, ``type(x).set(...)``), could be handed a module or a class of the
+    # course's as ``self``
+    own_self: set[int] = set()        # ids of the Attribute nodes assigned on a method's own self
+    methods: dict[str, set[str]] = {}  # the cell's classes -> their methods
+    parent: dict[int, Any] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parent[id(child)] = node
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            methods[node.name] = {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                  and not any(ast.unparse(d) in ("staticmethod", "classmethod") for d in f.decorator_list)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id == "self"):
+                continue
+            up = parent.get(id(node))
+            while up is not None:   # the nearest function that binds self: as a parameter, or not at all
+                if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    params = [a.arg for a in (*up.args.posonlyargs, *up.args.args, *up.args.kwonlyargs)]
+                    params += [a.arg for a in (up.args.vararg, up.args.kwarg) if a is not None]
+                    if "self" in params:
+                        first = (up.args.posonlyargs + up.args.args)[:1]
+                        is_method = isinstance(parent.get(id(up)), ast.ClassDef) and \
+                            up.name in methods.get(parent[id(up)].name, set()) if not isinstance(up, ast.Lambda) else False
+                        if is_method and first and first[0].arg == "self":
+                            own_self.add(id(node))
+                        break
+                up = parent.get(id(up))
 
     def flag(what, node):
         entry = f"{what} (line {getattr(node, 'lineno', '?')})"
@@ -1296,6 +1334,12 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
                     base = base.value
                 if not (isinstance(base, ast.Name) and base.id == "self"):
                     flag(f"an attribute assigned outside self ({ast.unparse(node)})", node)
+                elif id(node) not in own_self:
+                    flag(f"an attribute assigned on a self that is not a method's own ({ast.unparse(node)})", node)
+            elif isinstance(node.value, ast.Name) and node.attr in methods.get(node.value.id, set()):
+                flag(f"a method reached through its class ({ast.unparse(node)}): any object can be its self", node)
+            elif isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and node.value.func.id == "type":
+                flag(f"an attribute of type(...) ({ast.unparse(node)})", node)
         elif isinstance(node, ast.arg) and private(node.arg):
             flag(f"a private name ({node.arg})", node)
         elif isinstance(node, ast.keyword) and node.arg and private(node.arg):
