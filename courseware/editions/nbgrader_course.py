@@ -139,12 +139,13 @@ class ExerciseSectionExecute(Execute):
     something from earlier in the notebook fails here, which is what the course's convention (the
     section is self-contained) rules out.
 
-    The student's kernel only records: its hidden blocks write what the student's code returned on
-    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
-    (``JudgeProcess``), started before the kernel, has meanwhile run the trusted *source* notebook's
-    section (set-up cells and model answers, no student code); once the kernel has exited it
-    recomputes the inputs and the references, loads the records and returns a verdict per graded cell
-    over a pipe. A graded code cell keeps its points
+    The student's kernel only records: each check cell runs there as released plus what the kernel must
+    do of its hidden block (``kernel_check_cells``), writing what the student's code returned on the
+    hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
+    (``JudgeProcess``), started before the kernel reaches a check, runs the trusted *source* notebook's
+    section (set-up cells and model answers, no student code), draws each check's inputs with a key of
+    its own and hands them in (``COURSE_GRADING_INPUTS``); once the kernel has exited it computes the
+    references, loads the records and returns a verdict per graded cell over a pipe. A graded code cell keeps its points
     only with the verdict "passed" (and no error of its own): otherwise the judge's reason is put
     first in its outputs as an error, which is what nbgrader's ``SaveAutoGrades`` scores as 0.
     Answer cells that reach for the kernel or the grader (``courseware.grading.hidden.TAMPER_PATTERNS``) fail
@@ -426,8 +427,10 @@ class JudgeProcess:
     on its path, so a ``utils/`` planted beside a submission is never imported; ``utils`` is the course
     tree's own, the one whose copy the sandbox gives the kernel), started before the
     student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
-    answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
-    folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
+    answers, the hidden blocks, drawing each check's inputs into ``inputs`` for the kernel) while the
+    kernel runs; ``decide`` sends it the records folder and reads the verdicts back: grade_id -> None
+    (passed) or the reason. ``key``: for tests only; without one the judge makes a fresh random key of
+    its own, which never leaves its process."""
 
     def __init__(self, source, key=None, number=None, log=None, inputs=None):
         import secrets

@@ -23,13 +23,17 @@ Three modes, chosen by the environment:
 
 - **self-check** (the course notebook, nbval, a learner with the source): inputs, run, a round trip
   through the record format, judge, all in this process; a failure raises ``AssertionError``.
-- **record** (``COURSE_GRADING_RECORDS`` set: nbgrader's autograde kernel): inputs and run only; what
-  run() returned is written to ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its
-  metadata: no pickled code). Nothing is compared here, so nothing here can be patched to say "equal".
+- **record** (``COURSE_GRADING_RECORDS`` set): inputs and run only; what run() returned is written to
+  ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its metadata: no pickled code). Nothing
+  is compared here, so nothing here can be patched to say "equal". Autograde's kernel does not even get
+  the hidden block: it runs :func:`kernel_block` of it (``run`` and the helpers ``run`` calls, then
+  :func:`record_run`, which reads the inputs the judge handed in under ``COURSE_GRADING_INPUTS``), so
+  ``inputs``, ``judge``, the references and the key never enter the student's kernel.
 - **judge** (:class:`Judge`; ``python -I -m courseware.grading.hidden serve`` under autograde): a fresh process
   runs the trusted source notebook's ``## Exercises`` section (its set-up cells and model answers,
-  never the student's code) before the student's kernel starts, and afterwards, for each graded check
-  cell, the hidden block in judge mode: inputs() again, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
+  never the student's code) before the student's kernel reaches a check, drawing each check's inputs
+  (with a fresh key of its own per grading run) and handing them in (:func:`pack_inputs`), and afterwards,
+  for each graded check cell, the hidden block in judge mode: the same inputs, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
   forbidden-call check; anything else (no record, an exception, a record of the wrong shape) fails.
   ``courseware/editions/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
   cell scores only on a positive verdict.
@@ -48,7 +52,7 @@ INSTRUCTORS.md, "What the grader guarantees".
 Under autograde the student's kernel runs in a sandbox (``courseware/grading/sandbox.py``) where threads, processes and
 TorchScript are unavailable and every implementation of what an exercise forbids is removed
 (``courseware/grading/registry.py``) before any student code runs; the hidden inputs' seeds are drawn from the
-course's secret (:func:`keyed_seeds`), and each check's watch also looks for the registry's entries.
+judge's key (:func:`keyed_seeds`), and each check's watch also looks for the registry's entries.
 """
 
 from __future__ import annotations
@@ -840,10 +844,10 @@ def _derive_seed(key: str, grade_id: str, seed: int) -> int:
 
 def keyed_seeds(inputs: Callable[[], Any], key: str, grade_id: str) -> Callable[[], Any]:
     """``inputs`` with every seed it sets (``torch.manual_seed(s)``, ``torch.Generator().manual_seed(s)``)
-    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is
-    derived from the course directory's secret (``courseware/editions/nbgrader_course.py``: ``grading_key``), so
-    the published seeds say nothing about the inputs a submission is graded on; the judge draws the same
-    ones and computes its references on them. Without a key (a learner's notebook) the seeds are the
+    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is made
+    at random by the judge's process for each grading run (:func:`serve`) and never leaves it, so the published
+    seeds say nothing about the inputs a submission is graded on; the judge draws the inputs, hands them to the
+    kernel and computes its references on them. Without a key (a learner's notebook) the seeds are the
     published ones."""
     real_generator, real_manual_seed = torch.Generator, torch.manual_seed
 
