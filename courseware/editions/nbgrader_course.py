@@ -451,6 +451,21 @@ class JudgeProcess:
                  "inputs": str(inputs) if inputs else None}
         self.proc.stdin.write(json.dumps(first) + "\n")
         self.proc.stdin.flush()
+        if inputs:   # a judge that dies while preparing: the kernel stops waiting for its inputs at once
+            import threading
+
+            from courseware.grading.hidden import INPUTS_DONE
+
+            def done_when_gone(proc=self.proc, mark=Path(inputs) / INPUTS_DONE):
+                proc.wait()
+                try:
+                    if mark.parent.is_dir() and not mark.exists():
+                        mark.write_text("")
+                        os.chmod(mark, 0o644)
+                except OSError:   # the sandbox, and its inputs folder, already gone
+                    pass
+
+            threading.Thread(target=done_when_gone, daemon=True).start()
 
     def decide(self, records, watched=(), timeout=900):
         """The verdicts, from exactly one verdict line carrying this run's nonce (anything else: none)."""

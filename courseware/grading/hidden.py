@@ -1407,7 +1407,12 @@ def serve() -> int:
             os.environ["COURSE_GRADING_NOTEBOOK"] = str(first["number"])
         inputs_dir = first.get("inputs") or None
         first = first["notebook"]
-    judge = Judge(nbformat.reads(json.dumps(first), as_version=4), inputs_dir=inputs_dir)
+    try:
+        judge = Judge(nbformat.reads(json.dumps(first), as_version=4), inputs_dir=inputs_dir)
+    finally:   # whatever happened, the kernel stops waiting for inputs
+        if inputs_dir is not None and not (Path(inputs_dir) / INPUTS_DONE).exists():
+            (Path(inputs_dir) / INPUTS_DONE).write_text("")
+            os.chmod(Path(inputs_dir) / INPUTS_DONE, 0o644)
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
     request = json.loads(sys.stdin.readline())

@@ -495,3 +495,26 @@ def test_each_grading_run_draws_other_hidden_inputs_and_hands_them_in(tmp_path):
     published = torch.randn(4, generator=torch.Generator().manual_seed(14))
     assert not torch.equal(drawn[0], drawn[1])
     assert not torch.equal(drawn[0], published) and not torch.equal(drawn[1], published)
+
+
+def test_a_judge_that_dies_stops_the_kernel_waiting_for_its_inputs(tmp_path):
+    """The kernel waits for each check's inputs while the judge prepares; a judge that dies first leaves the
+    mark that ends the wait (INPUTS_DONE), so the kernel's check fails at once instead of at the cell timeout."""
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from courseware.editions.nbgrader_course import JudgeProcess
+    from courseware.grading.hidden import INPUTS_DONE, handed_inputs
+
+    source = tmp_path / "source.ipynb"
+    nbformat.write(_notebook("import time\ntime.sleep(600)\ndef double(t):\n    return 2 * t", BLOCK), source)
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    judge = JudgeProcess(source, inputs=folder)
+    time.sleep(1)
+    assert not (folder / INPUTS_DONE).exists()   # still preparing (the model answer sleeps)
+    judge.proc.kill()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="drew no inputs"):
+        handed_inputs("ex1_check", str(folder), wait=60)
+    assert time.monotonic() - start < 30
