@@ -943,6 +943,7 @@ class Judge:
         namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
         self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
         self.not_drawn: dict[str, str] = {}   # grade_id -> why its inputs could not be drawn
+        self.drawn: dict[str, Any] = {}       # grade_id -> the inputs drawn (and handed in)
         sink = io.StringIO()
         this._DRAWN.clear()
         try:
@@ -963,9 +964,10 @@ class Judge:
                                 exec(compile(code, f"<{gid}: inputs>", "exec"), mine)
                             if gid not in this._DRAWN:
                                 raise AssertionError(f"{gid}: the hidden block never called hidden_check")
+                            self.drawn[gid] = this._DRAWN.pop(gid)
                             if inputs_dir is not None:   # handed in only if the kernel's copy is the judge's to the bit
-                                data = pack_inputs(this._DRAWN[gid])
-                                differ = same_inputs(this._DRAWN[gid], unpack_inputs(data))
+                                data = pack_inputs(self.drawn[gid])
+                                differ = same_inputs(self.drawn[gid], unpack_inputs(data))
                                 if differ:
                                     raise TypeError(f"the hidden inputs do not survive the hand-in: {differ}")
                                 path = inputs_path(inputs_dir, gid)
@@ -996,6 +998,8 @@ class Judge:
         import traceback
 
         self._this._WATCHED_CELLS[:] = list(watched or [])
+        self._this._DRAWN.clear()
+        self._this._DRAWN.update(self.drawn)   # judged on the inputs this judge drew (and handed in)
         old = os.environ.get(JUDGE_ENV)
         os.environ[JUDGE_ENV] = str(Path(records).resolve())
         verdicts: dict[str, str | None] = {}
@@ -1016,6 +1020,7 @@ class Judge:
                 except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
                     verdicts[gid] = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
         finally:   # a judge used in a process that goes on (a test) must not leave judge mode on for what it starts
+            self._this._DRAWN.clear()
             if old is None:
                 os.environ.pop(JUDGE_ENV, None)
             else:
