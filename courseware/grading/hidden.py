@@ -799,7 +799,7 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
         forbid += forbid_targets(notebook, exercise_of(grade_id))
     judging = os.environ.get(JUDGE_ENV)
     key = os.environ.get(KEY_ENV)
-    if key:
+    if key and not _DRAWING:   # (the judge draws the whole block under the key: Judge)
         inputs = keyed_seeds(inputs, key, grade_id)
     if _DRAWING:
         _DRAWN[grade_id] = inputs()
@@ -959,9 +959,14 @@ class Judge:
                     if block is not None:
                         code = transform(block)
                         this._DRAWING[:] = [True]
-                        try:
+                        key = os.environ.get(KEY_ENV)
+
+                        def draw(code=code, gid=gid, mine=mine):
+                            exec(compile(code, f"<{gid}: inputs>", "exec"), mine)
+
+                        try:   # the whole block under the key: case lists it draws at its top level too
                             with contextlib.redirect_stdout(sink), made_with():
-                                exec(compile(code, f"<{gid}: inputs>", "exec"), mine)
+                                (keyed_seeds(draw, key, gid) if key else draw)()
                             if gid not in this._DRAWN:
                                 raise AssertionError(f"{gid}: the hidden block never called hidden_check")
                             self.drawn[gid] = this._DRAWN.pop(gid)

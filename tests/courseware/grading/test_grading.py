@@ -395,6 +395,7 @@ def test_hidden_inputs_reach_the_kernel_as_the_judge_drew_them():
 BLOCK = '''\
 from courseware.grading import hidden_check
 SIZES = [3, 5]
+DRAWN = torch.randn(2, generator=torch.Generator().manual_seed(5))   # drawn at the block's top level
 REFERENCE_ONLY = "a value only the judge uses"
 def reference(t):
     return 2 * t
@@ -402,7 +403,7 @@ def both(t):
     return double(t)
 def inputs():
     g = torch.Generator().manual_seed(14)
-    return {"x": torch.randn(4, generator=g)}
+    return {"x": torch.randn(4, generator=g), "d": DRAWN}
 def run(x):
     return {"y": both(x["x"]), "n": SIZES}
 def judge(x, got):
@@ -416,7 +417,8 @@ def test_the_kernel_runs_run_and_its_helpers_only():
     kept = kernel_block(BLOCK)
     assert "def run(" in kept and "def both(" in kept and "SIZES = [3, 5]" in kept
     assert kept.rstrip().endswith("record_run('ex1_check', run)")
-    for judge_only in ("def inputs", "def judge", "def reference", "REFERENCE_ONLY", "manual_seed", "hidden_check("):
+    for judge_only in ("def inputs", "def judge", "def reference", "REFERENCE_ONLY", "manual_seed", "hidden_check(",
+                       "DRAWN"):
         assert judge_only not in kept, judge_only
     with pytest.raises(ValueError, match="hidden_check"):
         kernel_block("def run(x):\n    return x")
@@ -491,10 +493,12 @@ def test_each_grading_run_draws_other_hidden_inputs_and_hands_them_in(tmp_path):
         (tmp_path / f"records_{run}").mkdir()
         judge.decide(tmp_path / f"records_{run}", timeout=300)
         assert (folder / INPUTS_DONE).is_file()
-        drawn.append(unpack_inputs(inputs_path(folder, "ex1_check").read_bytes())["x"])
-    published = torch.randn(4, generator=torch.Generator().manual_seed(14))
-    assert not torch.equal(drawn[0], drawn[1])
-    assert not torch.equal(drawn[0], published) and not torch.equal(drawn[1], published)
+        drawn.append(unpack_inputs(inputs_path(folder, "ex1_check").read_bytes()))
+    published = {"x": torch.randn(4, generator=torch.Generator().manual_seed(14)),
+                 "d": torch.randn(2, generator=torch.Generator().manual_seed(5))}
+    for name in ("x", "d"):   # d: drawn at the block's top level, outside inputs(), keyed all the same
+        assert not torch.equal(drawn[0][name], drawn[1][name]), name
+        assert not torch.equal(drawn[0][name], published[name]) and not torch.equal(drawn[1][name], published[name])
 
 
 def test_a_judge_that_dies_stops_the_kernel_waiting_for_its_inputs(tmp_path):
