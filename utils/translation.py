@@ -327,19 +327,22 @@ def bleu_by_length(hypotheses: Sequence[Sequence[str]], references: Sequence[Seq
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
 
 
-def load_fast_runs(arm: str | None = None, runs: str | Path | None = None) -> list[dict]:
+def load_fast_runs(arm: str | None = None, runs: str | Path | None = None, bench: str = "fast_translation") -> list[dict]:
     """The committed runs of ``scripts/benchmarks/bench_fast_translation.py``: one dict per arm and seed
     (its config, steps, training CPU seconds on one thread, test BLEU), in the order they were run;
     only ``arm``'s when given.
 
     Notebooks 03 and 08 put them beside what they train live: the same recipes with other seeds, and the
     levers that made the live recipes fast. ``FileNotFoundError`` (naming the command) when the file is
-    missing, ``ValueError`` for an arm that was never run.
+    missing, ``ValueError`` for an arm that was never run. ``bench`` names another benchmark that records its
+    runs the same way, ``scripts/benchmarks/bench_<bench>.py`` into ``runs/<bench>/results.jsonl``
+    (``"prenorm_warmup"``: notebook 08's live recipe with and without its warm-up).
     """
-    path = Path(runs if runs is not None else RUNS_DIR) / "fast_translation" / "results.jsonl"
+    path = Path(runs if runs is not None else RUNS_DIR) / bench / "results.jsonl"
     if not path.exists():
+        how = "--arms ARM --seed N" if bench == "fast_translation" else "--seeds 0 1"
         raise FileNotFoundError(f"no recorded runs at {path}; make them with "
-                                f"`python scripts/benchmarks/bench_fast_translation.py --arms ARM --seed N`")
+                                f"`python scripts/benchmarks/bench_{bench}.py {how}`")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     if arm is None:
         return rows

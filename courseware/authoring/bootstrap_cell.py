@@ -43,9 +43,7 @@ def _course_bootstrap():
     except ImportError:
         pass
     import importlib, importlib.metadata as md, os, re, subprocess, sys, tempfile
-    url = (os.environ.get("COURSE_REPO_URL")
-           or __REPO_URL__)
-    home = os.path.abspath(os.environ.get("COURSE_HOME") or "attention-course")
+__URL_LINES__    home = os.path.abspath(os.environ.get("COURSE_HOME") or "attention-course")
 
     def run(*cmd):
         r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
@@ -112,8 +110,35 @@ def repo_url() -> str:
 def snippet(url: str | None = None) -> str:
     """The bootstrap block, markers included, with the repository URL filled in."""
     url = url or repo_url()
-    body = TEMPLATE.replace("__REPO_URL__", repr(url), 1)
+    body = TEMPLATE.replace("__URL_LINES__", URL_LINES, 1).replace("__REPO_URL__", repr(url), 1)
     return f"{BEGIN}\n{body}{END}\n"
+
+
+# The address line of the snippet, and what a copy that names no repository says instead (``without_repository``).
+URL_LINES = '''\
+    url = (os.environ.get("COURSE_REPO_URL")
+           or __REPO_URL__)
+'''
+NO_URL_LINES = '''\
+    url = os.environ.get("COURSE_REPO_URL")
+    if not url:  # this copy names no repository to fetch the course from
+        raise RuntimeError(
+            "course bootstrap: the course's files are not here, and this copy of the notebook "
+            "names no repository to fetch them from. Open it in a folder holding the course, "
+            "or set COURSE_REPO_URL to the course's git address before running this cell: "
+            "import os; os.environ['COURSE_REPO_URL'] = '<address>'")
+'''
+
+
+def without_repository(block: str, url: str | None = None) -> str:
+    """A bootstrap block (``snippet(url)``) that names no repository, for a copy handed out by an edition built
+    without one (the website's downloads, ``courseware/editions/build_site.py``): $COURSE_REPO_URL still names
+    one; without it, where the course is not installed, the cell stops and says how to get the course's files,
+    rather than cloning an address that leads nowhere."""
+    line = URL_LINES.replace("__REPO_URL__", repr(url or repo_url()), 1)
+    if block.count(line) != 1:
+        raise ValueError("the bootstrap block has no repository address line to replace (an older snippet?)")
+    return block.replace(line, NO_URL_LINES, 1)
 
 
 CELL_METADATA = {"jupyter": {"source_hidden": True}, "slideshow": {"slide_type": "skip"},

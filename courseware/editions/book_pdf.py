@@ -9,10 +9,11 @@ a contents page, the landing page, the ten chapters (and their appendix pages) i
 and the guides (each page's article, its maths typeset by the site's MathJax, its figures loaded), and
 prints it with `page.pdf` (A4, page numbers in the footer). The book can be navigated:
 
-* an outline (bookmarks) made by Chromium from the headings, one top-level entry per page of the site;
+* an outline (bookmarks), one top-level entry per page of the site and its sections under it (``finish``);
 * a contents page listing every page of the site under its part, each with the PDF page it starts on
   (the book is printed twice: the first print says where each page begins, read back from its named
-  destinations, and the second fills the numbers in; the layout does not change between the two);
+  destinations, and the second, the book itself, has the numbers filled in; the numbers' space is kept in the
+  first, so the layout does not change between the two, and the script fails if a page moved);
 * links between the pages of the site are links inside the PDF (each page's ids are prefixed with the
   page's own, ``p3-``, so two chapters' "Exercises" stay apart); a link to anything else the local server
   served (a download, the search page) loses its target, so nothing in the PDF points at the temporary
@@ -27,8 +28,12 @@ A printed page cannot open a toggle, so the model answers (the code answers behi
 open questions' folded answers) and the printed quizzes' answers are moved to the end of the book (``ANSWERS_JS``),
 one entry each under its chapter and exercise, the page it came from in its heading; where each was, a line says
 "Model answer: page N" (or "Answers: page N"), a link to it. Those page numbers, like the contents page's, are read
-from the first print and laid over it. Speaker notes are not on the site. Prints the page count, the bookmarks, the
-internal links, the model answers moved, the empty code frames and the size.
+from the first print and filled in for the second. Speaker notes are not on the site.
+
+The book is a tagged PDF (Chromium's ``tagged``: a structure tree of headings, paragraphs, lists, tables and
+figures with their alt text, which a screen reader follows; ``/MarkInfo /Marked true``). pikepdf (qpdf) adds the
+bookmarks and the metadata to Chromium's print and saves it with object streams (``finish``). Prints the page count,
+the bookmarks, the internal links, the model answers moved, the empty code frames and the size.
 """
 
 from __future__ import annotations
@@ -208,8 +213,8 @@ ANSWERS_JS = r"""
         s.id = `p${index}-chapter-${i}`; return {id: s.id, title: clean(s.querySelector('h2'))}; })} : null};
 }
 """
-# The contents page's numbers: left out of the first print (the space they take is kept), and the only thing
-# shown by the second, a print of the contents page alone, laid over the first (the layout is the same).
+# The page numbers (the contents page's and the answers'): left out of the first print (the space they take is
+# kept), filled in for the second (the layout is the same).
 HIDE_NUMBERS_JS = r"""
 () => { document.body.classList.add('course-pdf-first-print'); }
 """
@@ -217,7 +222,6 @@ FILL_PAGES_JS = r"""
 (numbers) => {
   document.querySelectorAll('.course-pdf-page').forEach(s => { s.textContent = numbers[s.dataset.page]; });
   document.body.classList.remove('course-pdf-first-print');
-  document.body.classList.add('course-pdf-numbers-only');
 }
 """
 # A code line too long for the page wraps under its own indentation, four columns in, not at the left margin:
@@ -293,8 +297,6 @@ a.course-pdf-unlinked { color: inherit; text-decoration: none; }
 .course-pdf-contents .course-pdf-page { min-width: 2.5em; text-align: right; font-variant-numeric: tabular-nums; }
 .course-pdf-contents .course-pdf-part { font-weight: 700; margin: 0.6em 0 0.1em; }
 body.course-pdf-first-print .course-pdf-page { visibility: hidden; }
-body.course-pdf-numbers-only * { visibility: hidden; }
-body.course-pdf-numbers-only .course-pdf-page { visibility: visible; }
 """
 
 
@@ -353,39 +355,46 @@ def start_pages(path: Path) -> dict[str, int]:
     return found
 
 
-def finish(out: Path, numbers_pdf: Path, outline: list[dict], numbered_pages: list[int]) -> None:
-    """The book as printed first, with the page numbers (``numbers_pdf``, the second print: the contents page's and
-    the model answers' references) laid over the pages they are on (``numbered_pages``, 1-based, in order), and the
-    outline: each page of the site, its sections under it."""
-    from pypdf import PdfReader, PdfWriter
+def finish(out: Path, outline: list[dict]) -> None:
+    """The book as Chromium printed it, with its outline (each page of the site, its sections under it) and its
+    metadata, saved by qpdf (pikepdf) with its objects in compressed object streams and every stream compressed:
+    Skia writes each of a tagged PDF's ~150,000 structure elements as an object of its own, uncompressed (2.3 times
+    the size of the untagged print). A stream already compressed (the images, the fonts) is not decoded again; an
+    uncompressed one is compressed, losslessly. The structure tree is kept as it is."""
+    import pikepdf
 
-    reader = PdfReader(out)
-    writer = PdfWriter(clone_from=reader)
-    numbers = PdfReader(numbers_pdf)
-    for k, at in enumerate(numbered_pages):
-        writer.pages[at - 1].merge_page(numbers.pages[k], over=True)
-    dests = {str(name).lstrip("/"): dest for name, dest in reader.named_destinations.items()}
+    with pikepdf.open(out, allow_overwriting_input=True) as pdf:
+        index = {page.objgen: i for i, page in enumerate(pdf.pages)}
+        dests = {}
+        if "/Dests" in pdf.Root:   # Chromium: one named destination for each id a link points at
+            dests.update((str(name).lstrip("/"), dest) for name, dest in pdf.Root.Dests.items())
+        if "/Names" in pdf.Root and "/Dests" in pdf.Root.Names:
+            dests.update((str(name), dest) for name, dest in pikepdf.NameTree(pdf.Root.Names.Dests).items())
 
-    def page_of(name):
-        return reader.get_destination_page_number(dests[name]) if name in dests else None
+        def page_of(name):
+            dest = dests.get(name)
+            if isinstance(dest, pikepdf.Dictionary):
+                dest = dest.D
+            return index.get(dest[0].objgen) if dest is not None else None
 
-    writer.add_outline_item(title="Contents", page_number=0)
-    for entry in outline:
-        start = page_of(entry["id"])
-        if start is None:
-            continue
-        parent = writer.add_outline_item(title=entry["title"], page_number=start)
-        for section in entry["sections"]:
-            at = page_of(section["id"])
-            if at is not None:
-                writer.add_outline_item(title=section["title"], page_number=at, parent=parent)
-    writer.page_mode = "/UseOutlines"
-    writer.add_metadata({"/Title": BOOK_TITLE, "/Author": BOOK_AUTHOR, "/Creator": "courseware/editions/book_pdf.py (Chromium)",
-                         "/Subject": "The course's website as one book: chapters, appendices, guides, model answers"})
-    tmp = out.with_suffix(".tmp.pdf")
-    with open(tmp, "wb") as f:
-        writer.write(f)
-    tmp.replace(out)
+        with pdf.open_outline() as book:
+            book.root.clear()
+            book.root.append(pikepdf.OutlineItem("Contents", 0))
+            for entry in outline:
+                start = page_of(entry["id"])
+                if start is None:
+                    continue
+                item = pikepdf.OutlineItem(entry["title"], start)
+                item.children.extend(pikepdf.OutlineItem(section["title"], at) for section in entry["sections"]
+                                     if (at := page_of(section["id"])) is not None)
+                book.root.append(item)
+        pdf.Root.PageMode = pikepdf.Name.UseOutlines
+        pdf.docinfo["/Title"] = BOOK_TITLE
+        pdf.docinfo["/Author"] = BOOK_AUTHOR
+        pdf.docinfo["/Creator"] = "courseware/editions/book_pdf.py (Chromium)"
+        pdf.docinfo["/Subject"] = "The course's website as one book: chapters, appendices, guides, model answers"
+        pdf.save(out, object_stream_mode=pikepdf.ObjectStreamMode.generate, compress_streams=True,
+                 recompress_flate=False)
 
 
 def navigation(path: Path) -> dict:
@@ -458,19 +467,28 @@ def has_ink(image, box) -> bool:
     return any(min(px[x, y]) < 180 for y in range(y0 + 1, y1 - 1) for x in range(x0 + 4, x1 - 2))
 
 
+_SCANS: dict[tuple, list] = {}   # the scans made, by file (path, size, time written) and scale
+
+
 def empty_code_frames(path: Path, scale: float = 1.0) -> list[tuple[int, tuple]] | None:
     """The pixel scan: every page rendered (pypdfium2, 72 dpi), every code frame found (``code_frames``), and the
-    frames with no ink in them: [(page number, box)]. None without pypdfium2."""
+    frames with no ink in them: [(page number, box)]. None without pypdfium2. A file already scanned, unchanged
+    since, is not scanned again (``main`` scans the book it printed; tests/site/test_book_pdf.py asks again)."""
     try:
         import pypdfium2 as pdfium
     except ImportError:
         return None
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, scale)
+    if key in _SCANS:
+        return list(_SCANS[key])
     pdf = pdfium.PdfDocument(str(path))
     empty = []
     for i in range(len(pdf)):
         image = pdf[i].render(scale=scale).to_pil().convert("RGB")
         empty += [(i + 1, box) for box in code_frames(image) if not has_ink(image, box)]
     pdf.close()
+    _SCANS[key] = list(empty)
     return empty
 
 
@@ -497,7 +515,6 @@ def main(argv: list[str] | None = None) -> int:
     entries = toc_entries()
     paths = [e["path"] for e in entries]
     refused, numbers = [], {}
-    numbers_pdf = out.with_suffix(".numbers.pdf")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"], headless=True)
@@ -530,25 +547,21 @@ def main(argv: list[str] | None = None) -> int:
             page.emulate_media(media="print")
             out.parent.mkdir(parents=True, exist_ok=True)
 
-            def print_pdf(path, overlay=False, **kw):
-                # the overlay: no background and no footer, so that only the numbers are laid over the page
-                page.pdf(path=str(path), format="A4", print_background=not overlay, display_header_footer=not overlay,
-                         header_template="<span></span>", footer_template=FOOTER,
-                         margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"}, **kw)
+            def print_pdf(path, tagged):
+                page.pdf(path=str(path), format="A4", print_background=True, display_header_footer=True,
+                         header_template="<span></span>", footer_template=FOOTER, tagged=tagged,
+                         margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"})
 
-            print_pdf(out)   # the first print says where each page begins ...
+            print_pdf(out, tagged=False)   # the first print says where each page begins (the tags change no layout) ...
             numbers = start_pages(out)
-            contents_pages = max(1, numbers.get("p0", 2) - 1)
             wanted = [f"p{i}" for i in range(n)] + [f"answer-{k}" for k in range(1, answers["moved"] + 1)] + \
                 [f"answer-ref-{k}" for k in range(1, answers["moved"] + 1)]
             page.evaluate(FILL_PAGES_JS, {key: str(numbers.get(key, "?")) for key in wanted})
-            numbered = sorted(set(range(1, contents_pages + 1)) | {v for key, v in numbers.items() if key.startswith("answer")})
-            print_pdf(numbers_pdf, overlay=True, page_ranges=",".join(map(str, numbered)))   # ... the second, the numbers alone
+            print_pdf(out, tagged=True)   # ... and the second is the book, those numbers filled in
             browser.close()
-        finish(out, numbers_pdf, combined["outline"], numbered)
+        finish(out, combined["outline"])
     finally:
         httpd.shutdown()
-        numbers_pdf.unlink(missing_ok=True)
     data = out.read_bytes()
     nav = navigation(out)
     moved = {k: v for k, v in start_pages(out).items() if numbers.get(k) != v}

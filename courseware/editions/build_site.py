@@ -39,7 +39,8 @@ ready for a reader:
   chapter (``#a-heading``) lead to the chapter's page; it opens with a link back to its chapter.
 
 Each built page is then touched up: the theme's first-visit mode is "auto" (no console error), the download link
-saves the notebook, and a page with no maths loads no MathJax (1.3 MB of its 4 MB).
+saves the notebook, and a page with no maths loads no MathJax (1.3 MB of its 4 MB). The theme's Font Awesome bundle
+(1.49 MB, loaded by every page) keeps only the icons the pages and scripts use (``courseware/editions/icon_subset.py``).
 
 **The repository's address** comes from one setting, ``REPO_URL`` (``make site REPO_URL=https://github.com/o/r``,
 the environment variable, or ``--repo-url``); ``site/_config.yml``'s ``repository.url`` is used only when it is not
@@ -47,7 +48,10 @@ the placeholder the sources carry (``PLACEHOLDER_REPO``). With it, every place t
 the Colab launch buttons, the "Repository" and "Show source" buttons, the links to repository files, and the
 placeholder in the notebooks' text and bootstrap cell (the downloads' too) and in the guides. Without it, the build
 ships no dead link: it leaves out the Colab launch, repository and source buttons, keeps the text of each link to a
-repository file without its link, and says in its log what it left out.
+repository file without its link, and says in its log what it left out; a download's text drops its mentions of the
+placeholder (``unname_repository``), and its bootstrap cell, where the course is not installed and no
+``$COURSE_REPO_URL`` names a repository, stops and says how to get the course's files
+(``courseware/authoring/bootstrap_cell.py``'s ``without_repository``) instead of cloning the placeholder.
 
 Those copies are only what the HTML pages are built from. A chapter's "Download .ipynb" gives the student
 edition of that chapter (``courseware/editions/nbgrader_course.py``'s ``release``, the notebook ``make student``
@@ -78,7 +82,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 from courseware.editions.build_decks import NBVAL_LINE, WIDGET_VIEW, _drop_lines, _static_widget_output, all_notebooks  # noqa: E402
 from courseware.editions.make_student import SOLUTION_DELIMITERS  # noqa: E402
+from courseware.authoring.bootstrap_cell import is_bootstrap, without_repository  # noqa: E402
 from courseware.authoring.tag_exercises import is_solution  # noqa: E402
+from courseware.editions import icon_subset  # noqa: E402
 from courseware.editions.vendor_assets import vendored_dir  # noqa: E402
 from courseware.sections import appendix_start  # noqa: E402
 
@@ -516,6 +522,11 @@ def build(src: Path = SRC, out: Path = OUT, strict: bool = True, repo: str | Non
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
     learners_downloads(out, repo)
+    icons = icon_subset.subset(out)
+    if icons["kept"]:
+        print(f"icons: fontawesome.js {icons['before'] / 1e6:.2f} MB -> {icons['after'] / 1e6:.3f} MB, the "
+              f"{len(icons['used'])} icons the pages use ({', '.join(icons['used'])})"
+              + (f"; not in Font Awesome: {icons['unknown']}" if icons["unknown"] else ""))
     return 0
 
 
@@ -569,8 +580,30 @@ def download_edition(path: Path, repo: str | None = None):
 
     nb = release(nbformat.read(path, as_version=4))
     for cell in nb.cells:
-        cell.source = name_repository(cell.source, repo)
+        if repo:
+            cell.source = name_repository(cell.source, repo)
+        elif is_bootstrap(cell):
+            cell.source = without_repository(cell.source)
+        else:
+            cell.source = unname_repository(cell.source)
     return nb
+
+
+# A mention of the placeholder address in the text (the student edition's "in the course's repository (<URL>)",
+# "..., <URL>;"), the words around it kept.
+PLACEHOLDER_MENTION = re.compile(r" \(<?%s/?>?\)|, <?%s/?>?" % ((re.escape(PLACEHOLDER_REPO),) * 2))
+
+
+def unname_repository(text: str) -> str:
+    """The text without its mentions of the placeholder address, for an edition built with no repository named:
+    "in the course's repository (<URL>)" says "in the course's repository". A mention in any other form fails
+    the build (a dead link is not shipped)."""
+    text = PLACEHOLDER_MENTION.sub("", text)
+    if PLACEHOLDER_REPO in text:
+        at = text.index(PLACEHOLDER_REPO)
+        raise ValueError(f"a mention of {PLACEHOLDER_REPO} that unname_repository does not know: "
+                         f"{text[max(0, at - 80):at + 60]!r}")
+    return text
 
 
 def learners_downloads(out: Path = OUT, repo: str | None = None) -> int:
@@ -639,7 +672,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"repository: {repo} (Colab launch, Repository and Show source buttons, links to its files)")
     else:
         print("repository: none named (set `make site REPO_URL=https://github.com/OWNER/NAME` or $REPO_URL); left out "
-              + "; ".join(counts["left out"]) + f". The downloads' bootstrap cell still names {PLACEHOLDER_REPO}.")
+              + "; ".join(counts["left out"]) + "; the downloads' mentions of it (their bootstrap cell says how to get "
+              "the course's files instead).")
     if args.prepare_only:
         return 0
     rc = build(src, out, strict=not args.no_strict, repo=repo)

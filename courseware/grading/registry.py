@@ -96,6 +96,7 @@ REGISTRY: dict[str, dict[str, list[str]]] = {
         "ex1": ["utils.scale:online_softmax_update", "utils.scale:block_attention"],
         "ex2": ["utils.scale:online_softmax_update", "utils.scale:block_attention"],
         "ex3": ["utils.scale:repeat_kv", "aten::repeat_interleave"],
+        "ex4": ["utils.scale:online_softmax_update", "utils.scale:block_attention"],
     },
 }
 

@@ -136,7 +136,9 @@ def run_arm(name: str, c: dict, seed: int = 0, budget: float | None = None) -> d
                             pre_norm=c["pre_norm"])
     model, loss_fn = Transformer(cfg), partial(translation_loss, label_smoothing=c["label_smoothing"])
     if c["schedule"] == "noam":     # the paper's rule: d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
-        opt, sched = transformer_adam(model.parameters(), c["d_model"], c["warmup"], c["factor"])
+        # ramp=False: the same rule without the warm-up (the peak rate from step 1, then the same decay)
+        opt, sched = transformer_adam(model.parameters(), c["d_model"], c["warmup"], c["factor"],
+                                      ramp=c.get("ramp", True))
     elif c["schedule"] == "constant":
         opt = torch.optim.Adam(model.parameters(), lr=c["lr"], betas=(0.9, 0.98), eps=1e-9)
         sched = None
@@ -177,6 +179,7 @@ def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, 
     return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), train_pairs=len(data.train),
                 vocab=[len(data.src_vocab), len(data.tgt_vocab)], steps=hist.steps, train_cpu_s=round(cpu, 1),
                 train_wall_s=round(wall, 1), final_loss=round(sum(hist.train_loss[-20:]) / 20, 3),
+                val_loss=round(hist.val_loss[-1], 4) if hist.val_loss else None,
                 test_bleu=round(result.tokenized.score, 2), sacrebleu=round(result.sacrebleu.score, 2),
                 eval_wall_s=round(time.perf_counter() - t0, 1), torch=torch.__version__)
 
@@ -195,7 +198,7 @@ def levers(c: dict) -> str:
             "label_smoothing": lambda v: f"smoothing {v}",
             "attention": lambda v: "no attention" if v is None else f"{v} attention",
             "dropout": lambda v: "no dropout" if v == 0 else f"dropout {v}",
-            "warmup": lambda v: f"warm-up {v}", "eval_every": lambda v: f"validation loss every {v} steps",
+            "warmup": lambda v: f"warm-up {v}", "ramp": lambda v: "" if v else "no warm-up (the peak rate from step 1)", "eval_every": lambda v: f"validation loss every {v} steps",
             "cpu_budget_of": lambda v: f"for the CPU seconds of {v}"}
     words = [said[k](v) for k, v in c.items() if k in said and base.get(k) != v and k != "steps"]
     return ", ".join(w for w in words if w) or today

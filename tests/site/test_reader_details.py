@@ -5,6 +5,8 @@
   explorer's note (the site has no checkout), "Nothing above depends on these cells" on an appendix page of its own;
 * each appendix page links back to its chapter;
 * on a phone, tapping a section in the contents drawer closes the drawer;
+* on a phone, a code cell's text is readable (at least 12 px, no larger than the body text) and its box shows at
+  least 40 characters of a line (before: 14 px, 36 characters; the lines are up to 83);
 * a first visit logs no console error (the theme's empty mode);
 * the search page from file:// says it shows no snippets there (and fetches nothing), and no snippet shows raw `\\(`;
 * the PDF names its title once, has an author, and lists "After the course" once on its contents page.
@@ -78,6 +80,51 @@ def test_tapping_a_section_in_the_phone_contents_drawer_closes_it(browser, serve
     assert page.evaluate("window.scrollY") > 500
     assert tab.failures == []
     tab.close()
+
+
+# Each visible code box of the article (a code cell's source or printed output): its font size, the body text's, and
+# how many characters of a line it shows (its content width over the width of one character of its font).
+CODE_BOXES_JS = r"""() => {
+  const body = parseFloat(getComputedStyle(document.querySelector('article p') || document.body).fontSize);
+  const boxes = [];
+  for (const pre of document.querySelectorAll('article div.cell_input div.highlight pre, article div.cell_output pre')) {
+    if (!pre.checkVisibility()) continue;
+    const style = getComputedStyle(pre);
+    const probe = document.createElement('span');
+    probe.textContent = 'x'.repeat(50);
+    probe.style.cssText = 'position:absolute;visibility:hidden;white-space:pre';
+    pre.appendChild(probe);
+    const char = probe.getBoundingClientRect().width / 50;
+    probe.remove();
+    const width = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    boxes.push({size: parseFloat(style.fontSize), chars: Math.floor(width / char), output: !!pre.closest('.cell_output')});
+  }
+  return {body, boxes};
+}"""
+
+
+def test_on_a_phone_code_is_readable_and_shows_40_characters(browser, server):
+    """On a 390×844 phone every code box of four chapters (source and printed output): its text at least 12 px and
+    no larger than the body text, and at least 40 characters of a line in view (the rest scrolls in the box)."""
+    tab = OfflinePage(browser, server, size=(390, 844), touch=True)
+    sizes, chars, bad, n = set(), [], [], 0
+    for stem in ("01_tokens_and_embeddings", "04_scaled_dot_product_attention", "08_transformer_translation",
+                 "10_attention_at_scale"):
+        page = tab.open(f"notebooks/{stem}.html")
+        report = page.evaluate(CODE_BOXES_JS)
+        assert len(report["boxes"]) >= 10, (stem, len(report["boxes"]))
+        for box in report["boxes"]:
+            n += 1
+            sizes.add(box["size"])
+            chars.append(box["chars"])
+            if not 12 <= box["size"] <= report["body"] or box["chars"] < 40:
+                bad.append((stem, box, report["body"]))
+    page.screenshot(path=str(ROOT / "build" / "site-test" / "phone_code_box_390.png"))
+    assert tab.failures == []
+    tab.close()
+    assert bad == [], f"{len(bad)} of {n} code boxes too small, too large or narrower than 40 characters: {bad[:3]}"
+    print(f"\non a 390 px phone: {n} code boxes, font {sorted(sizes)} px, {min(chars)}-{max(chars)} characters of a line "
+          f"in view")
 
 
 def test_a_first_visit_logs_no_console_error(browser, server):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +25,8 @@ REPO_SITE = ROOT / "build" / "site-repo"
 REPO = "https://github.com/example-org/attention-course"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 sys.path.insert(0, str(ROOT))
+from courseware.authoring import bootstrap_cell  # noqa: E402
+from courseware.editions import build_site  # noqa: E402
 from courseware.editions.build_site import PLACEHOLDER_REPO, placeholder_links  # noqa: E402
 
 pytestmark = pytest.mark.site
@@ -46,16 +49,23 @@ def test_without_a_repository_no_placeholder_link_and_no_launch_or_repository_bu
     colab = [h for links in hrefs.values() for h in links if "colab.research.google.com" in h]
     github_buttons = [p for p in hrefs if "btn-source-repository-button" in (SITE / p).read_text(encoding="utf-8")]
     assert colab == [] and github_buttons == [], (colab[:3], github_buttons[:3])
+    downloads = sorted((SITE / "_sources" / "notebooks").glob("*.ipynb"))
+    assert len(downloads) == len(NOTEBOOKS)
+    named = [p.name for p in downloads if PLACEHOLDER_REPO.removeprefix("https://") in p.read_text()]
+    assert named == [], f"downloads naming the placeholder repository: {named}"
+    no_address = bootstrap_cell.without_repository(bootstrap_cell.snippet()).rstrip("\n")
+    boots = [c.source for p in downloads for c in nbformat.read(p, as_version=4).cells if bootstrap_cell.is_bootstrap(c)]
+    assert boots == [no_address] * len(downloads)   # stops, saying how to get the course's files
     print(f"build without REPO_URL: {placeholder_links(SITE)} links to the placeholder repository, "
-          f"{len(colab)} Colab launch links, {len(github_buttons)} pages with a Repository button")
+          f"{len(colab)} Colab launch links, {len(github_buttons)} pages with a Repository button; "
+          f"0 of {len(downloads)} downloads name it, each bootstrap cell says how to get the course's files")
 
 
-def test_without_a_repository_the_log_says_what_it_left_out():
-    out = subprocess.run([sys.executable, "courseware/editions/build_site.py", "--prepare-only", "--out",
-                          str(ROOT / "build" / "site-norepo")], cwd=ROOT, capture_output=True, text=True,
-                         env={k: v for k, v in os.environ.items() if k != "REPO_URL"}, check=True).stdout
-    line = next(ln for ln in out.splitlines() if ln.startswith("repository:"))
-    for what in ("REPO_URL", "Repository button", "Colab launch buttons", "links of"):
+def test_without_a_repository_the_log_says_what_it_left_out(capsys, monkeypatch):
+    monkeypatch.delenv("REPO_URL", raising=False)   # in this process: the sources alone, assembled in a second
+    assert build_site.main(["--prepare-only", "--out", str(ROOT / "build" / "site-norepo")]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("repository:"))
+    for what in ("REPO_URL", "Repository button", "Colab launch buttons", "links of", "downloads' mentions"):
         assert what in line, line
     print(line)
 

@@ -112,3 +112,30 @@ def test_the_repository_address_is_the_same_everywhere_it_is_set():
     site = re.search(r"(?m)^repository:\n  url: (\S+)", (root / "site" / "_config.yml").read_text()).group(1)
     cff = re.search(r"(?m)^repository-code: \"?([^\"\s]+)", (root / "CITATION.cff").read_text()).group(1)
     assert bootstrap_cell.repo_url() == site == cff, (bootstrap_cell.repo_url(), site, cff)
+
+
+def test_a_copy_that_names_no_repository_says_how_to_get_the_course_and_clones_nothing(tmp_path):
+    """The website's downloads built with no repository named (courseware/editions/build_site.py): where the course
+    is not installed and $COURSE_REPO_URL is unset the cell stops, naming no address; with $COURSE_REPO_URL it
+    clones that, as the committed cell does."""
+    block = bootstrap_cell.without_repository(bootstrap_cell.snippet())
+    assert bootstrap_cell.repo_url() not in block and "https://" not in block and "COURSE_REPO_URL" in block
+    compile(block, "<bootstrap>", "exec")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_REPO_URL")}
+    res = _run(block, env, tmp_path, "-S")
+    assert res.returncode != 0
+    assert "this copy of the notebook names no repository" in res.stderr and "COURSE_REPO_URL" in res.stderr
+    assert list(tmp_path.iterdir()) == []   # nothing cloned, nothing written
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env["COURSE_REPO_URL"] = (tmp_path / "no-such-repo").as_uri()
+    res = _run(block, env, tmp_path, "-S")
+    assert "course bootstrap: `git clone --depth 1 --quiet" in res.stderr and "no-such-repo" in res.stderr
+    on_course = _run(block + "import sys; assert 'utils.data' in sys.modules\n",
+                     {**os.environ, "PYTHONPATH": str(ROOT)}, tmp_path)
+    assert on_course.returncode == 0 and on_course.stdout == on_course.stderr == "", on_course.stderr
+
+
+def test_without_repository_refuses_a_block_without_the_address_line():
+    with pytest.raises(ValueError, match="no repository address line"):
+        bootstrap_cell.without_repository(bootstrap_cell.snippet("https://example.org/other"))

@@ -170,3 +170,23 @@ def test_visible_checks_apply_the_rules_the_hidden_tests_apply(path):
         assert visible.get(exercise) == rules, \
             f"{path.name} {exercise}: no visible check applies the hidden tests' rule {rules} (with forbid([...]):)"
     assert set(visible) <= set(hidden), f"{path.name}: a visible rule without a hidden one: {set(visible) - set(hidden)}"
+
+
+def _repository_url() -> str:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]["Repository"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_every_link_of_the_released_notebook_leads_somewhere(path):
+    """A released notebook sits alone in ``course/release/<name>/`` (or ``student/``): a link to a file by a
+    relative path (``../NOTATION.md``) leads nowhere there. Every link is an address or an anchor in the
+    notebook, and the notation table is linked where it lives, the repository's NOTATION.md."""
+    nb = release(_read(path))
+    links = [(i, m.group(1)) for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+             for m in re.finditer(r"\]\(([^)\s]+)", cell.source)]
+    relative = [(i, link) for i, link in links if not re.match(r"https?://|#", link)]
+    assert not relative, f"{path.name}, student edition: links by a relative path: {relative}"
+    notation = [link for _, link in links if link.endswith("NOTATION.md")]
+    assert notation == [f"{_repository_url()}/blob/main/NOTATION.md"], notation

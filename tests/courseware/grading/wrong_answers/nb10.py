@@ -25,6 +25,29 @@ _MERGE = """def merge(o1, L1, o2, L2):
 def _merge(body):
     return _MERGE.format(body=body)
 
+_TILED = """def tiled_attention(q, k, v, b_q, b_k):
+    T, d_k = q.shape
+    O, L, moved = q.new_empty(T, v.shape[1]), q.new_empty(T), 0
+    for r in range(0, T, b_q):
+        Q_b = q[r:r + b_q]
+        moved += Q_b.numel()
+        n = len(Q_b)
+        m, l, acc = Q_b.new_full((n, 1), -math.inf), Q_b.new_zeros(n, 1), Q_b.new_zeros(n, v.shape[1])
+        for c in range({key_start}, T, b_k):
+            K_c, V_c = k[c:c + b_k], v[c:c + b_k]
+            moved += {key_count}
+            m, l, acc = online_update(m, l, acc, {scores}, V_c)
+        O[r:r + b_q], L[r:r + b_q] = {out}, {lse}
+        moved += {out_count}
+    return O, L, moved
+"""
+
+
+def _tiled(key_start="0", key_count="K_c.numel() + V_c.numel()", scores="Q_b @ K_c.T / math.sqrt(d_k)",
+           out="acc / l", lse="(m + torch.log(l))[:, 0]", out_count="O[r:r + b_q].numel() + n"):
+    return _TILED.format(key_start=key_start, key_count=key_count, scores=scores, out=out, lse=lse,
+                         out_count=out_count)
+
 
 WRONG = [
     Wrong("ex1", "the old sums not rescaled to the new maximum", _online(scale="torch.ones_like(m)")),
@@ -105,6 +128,20 @@ WRONG = [
           "    B, H_kv, T, d = k.shape\n    return k.expand(B, H_kv * n_rep, T, d)\n"),
     Wrong("ex3", "view after expand", "def repeat_heads(k, n_rep):\n"
           "    B, H_kv, T, d = k.shape\n    return k[:, :, None].expand(B, H_kv, n_rep, T, d).view(B, H_kv * n_rep, T, d)\n"),
+    Wrong("ex4", "the scores not scaled by 1/sqrt(d_k)", _tiled(scores="Q_b @ K_c.T")),
+    Wrong("ex4", "the output left unnormalised (acc, not acc / l)", _tiled(out="acc")),
+    Wrong("ex4", "L as the largest score, without the log of l", _tiled(lse="m[:, 0]")),
+    Wrong("ex4", "the keys and values counted once in all, not once per tile of queries",
+          _tiled(key_count="(K_c.numel() + V_c.numel()) if r == 0 else 0")),
+    Wrong("ex4", "L written but not counted", _tiled(out_count="O[r:r + b_q].numel()")),
+    Wrong("ex4", "the full tile size counted for the last, shorter tile", _tiled(out_count="b_q * v.shape[1] + b_q")),
+    Wrong("ex4", "the number moved as a tensor", _tiled(key_count="torch.tensor(K_c.numel() + V_c.numel())")),
+    Wrong("ex4", "no loop over tiles: softmax over all keys at once, the count by its formula", """def tiled_attention(q, k, v, b_q, b_k):
+    T, d_k = q.shape
+    e = q @ k.T / math.sqrt(d_k)
+    moved = T * d_k + -(-T // b_q) * T * (d_k + v.shape[1]) + T * v.shape[1] + T
+    return torch.softmax(e, dim=-1) @ v, torch.logsumexp(e, dim=-1), moved
+"""),
 ]
 
 RIGHT = [
@@ -140,4 +177,22 @@ RIGHT = [
     B, H_kv, T, d = k.shape
     return k.repeat(1, 1, n_rep, 1).reshape(B, H_kv * n_rep, T, d)
 """),
+    Right("ex4", "the numbers moved counted from the shapes, tiles as lists", '''def tiled_attention(q, k, v, b_q, b_k):
+    T, d_k = q.shape
+    d_v = v.shape[1]
+    outs, lses, moved = [], [], 0
+    for Q_b in q.split(b_q):
+        n = Q_b.shape[0]
+        state = (torch.full((n, 1), -math.inf, dtype=q.dtype), torch.zeros(n, 1, dtype=q.dtype),
+                 torch.zeros(n, d_v, dtype=q.dtype))
+        moved += n * d_k
+        for K_c, V_c in zip(k.split(b_k), v.split(b_k)):
+            moved += K_c.shape[0] * (d_k + d_v)
+            state = online_update(*state, (Q_b @ K_c.T) / d_k ** 0.5, V_c)
+        m, l, acc = state
+        outs.append(acc / l)
+        lses.append(m.squeeze(1) + l.squeeze(1).log())
+        moved += n * d_v + n
+    return torch.cat(outs), torch.cat(lses), int(moved)
+'''),
 ]
