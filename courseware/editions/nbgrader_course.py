@@ -139,12 +139,13 @@ class ExerciseSectionExecute(Execute):
     something from earlier in the notebook fails here, which is what the course's convention (the
     section is self-contained) rules out.
 
-    The student's kernel only records: its hidden blocks write what the student's code returned on
-    the hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
-    (``JudgeProcess``), started before the kernel, has meanwhile run the trusted *source* notebook's
-    section (set-up cells and model answers, no student code); once the kernel has exited it
-    recomputes the inputs and the references, loads the records and returns a verdict per graded cell
-    over a pipe. A graded code cell keeps its points
+    The student's kernel only records: each check cell runs there as released plus what the kernel must
+    do of its hidden block (``kernel_check_cells``), writing what the student's code returned on the
+    hidden inputs to a fresh records folder (``COURSE_GRADING_RECORDS``). A judge process
+    (``JudgeProcess``), started before the kernel reaches a check, runs the trusted *source* notebook's
+    section (set-up cells and model answers, no student code), draws each check's inputs with a key of
+    its own and hands them in (``COURSE_GRADING_INPUTS``); once the kernel has exited it computes the
+    references, loads the records and returns a verdict per graded cell over a pipe. A graded code cell keeps its points
     only with the verdict "passed" (and no error of its own): otherwise the judge's reason is put
     first in its outputs as an error, which is what nbgrader's ``SaveAutoGrades`` scores as 0.
     Answer cells that reach for the kernel or the grader (``courseware.grading.hidden.TAMPER_PATTERNS``) fail
@@ -154,18 +155,17 @@ class ExerciseSectionExecute(Execute):
     def preprocess(self, nb, resources, km=None):
         import tempfile
 
-        from courseware.grading.hidden import JUDGE_ENV, KEY_ENV, RECORDS_ENV
+        from courseware.grading.hidden import HIDDEN_BEGIN, INPUTS_ENV, JUDGE_ENV, KEY_ENV, RECORDS_ENV
         from courseware.grading.registry import NOTEBOOK_ENV
         from courseware.grading.sandbox import SANDBOX_ENV, Sandbox, probe
 
         os.environ.pop(JUDGE_ENV, None)   # the student's kernel records; only the judge process judges
+        os.environ.pop(KEY_ENV, None)     # the hidden inputs' key lives in the judge process only
         for cell in nb.cells:              # only apply_verdicts marks a cell for a person (ReviewRules)
             cell.metadata.pop(MANUAL_MARK, None)
         source = self._source_notebook(resources)
-        key = grading_key(self._course_root(), resources) if source else ""
         number = str((resources.get("nbgrader") or {}).get("notebook", ""))[:2]
         number = number if number.isdigit() else ""
-        judge = JudgeProcess(source, key=key, number=number, log=self.log) if source else None   # ready before any student code runs
         start, end = exercise_section_start(nb) or 0, exercise_section_end(nb)   # the appendix is not run
         head, section, tail = nb.cells[:start], nb.cells[start:end], nb.cells[end:]
         if source:
@@ -175,26 +175,41 @@ class ExerciseSectionExecute(Execute):
         sandboxed = os.environ.get(SANDBOX_ENV, "on") != "off"
         why_not = probe() if sandboxed else None
         if why_not:   # no student code runs outside a sandbox unless the instructor says so
-            if judge is not None:
-                judge.proc.kill()
             nb.cells = head + section + tail
             nb.cells = [c for c in nb.cells if not c.metadata.get("course_watch")]
             apply_verdicts(nb, {}, missing=f"not graded: no sandbox for the student's kernel ({why_not}); "
                                            f"install bubblewrap, or set {SANDBOX_ENV}=off to grade unsandboxed")
             return nb, resources
+        # the check cells as the kernel runs them: the release's visible part and what the kernel must do of
+        # the hidden block (run the student's code on the inputs the judge hands in, and record); the hidden
+        # block itself (inputs, judge, references) stays in the judge process (kernel_check_cells)
+        kernel = kernel_check_cells(source) if source else {}
+        originals = {}
+        for cell in section:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade") and gid in kernel:
+                originals[id(cell)] = cell.source
+                cell.source = kernel[gid]
+        kernel_trusted = {s for s in trusted if HIDDEN_BEGIN not in s} | set(kernel.values())
         box = None
-        old = {k: os.environ.get(k) for k in (RECORDS_ENV, KEY_ENV, NOTEBOOK_ENV)}
+        old = {k: os.environ.get(k) for k in (RECORDS_ENV, INPUTS_ENV, NOTEBOOK_ENV)}
         saved_kmc = self.kernel_manager_class
         if sandboxed:
-            box = Sandbox(env={RECORDS_ENV: "/records", KEY_ENV: key, NOTEBOOK_ENV: number}, trusted=sorted(trusted))
-            records = str(box.records)
+            box = Sandbox(env={RECORDS_ENV: "/records", INPUTS_ENV: "/inputs", NOTEBOOK_ENV: number},
+                          trusted=sorted(kernel_trusted))
+            records, inputs = str(box.records), str(box.inputs)
             self.kernel_manager_class = box.kernel_manager_class()
             nb.cells = section = [lockdown_cell()] + section
         else:
             records = tempfile.mkdtemp(prefix="course-records-")
+            inputs = os.path.join(records, "inputs")
+            os.mkdir(inputs)
             os.environ[RECORDS_ENV] = records
-            os.environ[KEY_ENV] = key
+            os.environ[INPUTS_ENV] = inputs
             os.environ[NOTEBOOK_ENV] = number
+        # the judge: its own process and key, drawing each check's inputs into the inputs folder while the
+        # kernel starts (the kernel waits for each file); ready before any student code reaches a check
+        judge = JudgeProcess(source, number=number, inputs=inputs, log=self.log) if source else None
         nb.cells = section
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
@@ -205,6 +220,9 @@ class ExerciseSectionExecute(Execute):
             lockdown_failed = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.metadata.get("course_watch") == "lockdown"
                                for o in c.get("outputs", []) if o.output_type == "error"]
             nb.cells = head + [c for c in nb.cells if not c.metadata.get("course_watch")] + tail
+            for cell in nb.cells:   # the graded notebook (and its feedback) shows the cells as the source has them
+                if id(cell) in originals:
+                    cell.source = originals[id(cell)]
             for k, v in old.items():
                 if v is None:
                     os.environ.pop(k, None)
@@ -246,33 +264,32 @@ class ExerciseSectionExecute(Execute):
         return path if path.is_file() else None
 
 
-SECRET_FILE = ".grading_secret"
+def kernel_check_cells(source) -> dict[str, str]:
+    """grade_id -> the check cell as the student's kernel runs it under autograde: the cell as released (the
+    source's with its hidden block cleared, as ``ClearHiddenTests`` does), then
+    :func:`courseware.grading.hidden.kernel_block` of the hidden block: its imports, ``run`` and the helpers
+    ``run`` calls, and ``record_run``. No ``inputs``, no ``judge``, no reference or expected value: the judge
+    process reads those from the source notebook itself. A block not in the form ``kernel_block`` reads runs
+    as the visible part alone (no record, so the judge fails the cell)."""
+    from IPython.core.inputtransformer2 import TransformerManager
 
+    from courseware.grading.hidden import hidden_block, kernel_block
 
-def course_secret(root) -> bytes:
-    """The course directory's grading secret (``<root>/.grading_secret``, made on first use, readable by
-    its owner only): the hidden inputs of every check are drawn from it at grading time."""
-    import secrets
-
-    path = Path(root) / SECRET_FILE
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
-    return bytes.fromhex(path.read_text().strip())
-
-
-def grading_key(root, resources) -> str:
-    """The hidden inputs' key for one submission: HMAC(the course's secret, assignment/notebook/student),
-    hex. The judge gets it over its pipe, the student's kernel in its environment (it is one student's,
-    and tells nothing about another's inputs or about the secret)."""
-    import hashlib
-    import hmac
-
-    info = resources.get("nbgrader") or {}
-    label = f"{info.get('assignment', '')}/{info.get('notebook', '')}/{info.get('student', '')}"
-    return hmac.new(course_secret(root), label.encode(), hashlib.sha256).hexdigest()
+    nb = nbformat.read(source, as_version=4)
+    transform = TransformerManager().transform_cell
+    cells = {}
+    for c in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]:
+        meta = c.metadata.get("nbgrader", {})
+        block = hidden_block(c.source) if c.cell_type == "code" and meta.get("grade") else None
+        if block is None:
+            continue
+        released = nbformat.v4.new_code_cell(c.source)
+        ClearHiddenTests()._remove_hidden_test_region(released)
+        try:
+            cells[meta["grade_id"]] = released.source.rstrip("\n") + "\n" + kernel_block(transform(block))
+        except (ValueError, SyntaxError):
+            cells[meta["grade_id"]] = released.source
+    return cells
 
 
 def lockdown_cell():
@@ -410,10 +427,12 @@ class JudgeProcess:
     on its path, so a ``utils/`` planted beside a submission is never imported; ``utils`` is the course
     tree's own, the one whose copy the sandbox gives the kernel), started before the
     student's kernel. It gets the source notebook over its stdin and prepares (set-up cells, model
-    answers, the hidden blocks' imports) while the kernel runs; ``decide`` sends it the records
-    folder and reads the verdicts back: grade_id -> None (passed) or the reason."""
+    answers, the hidden blocks, drawing each check's inputs into ``inputs`` for the kernel) while the
+    kernel runs; ``decide`` sends it the records folder and reads the verdicts back: grade_id -> None
+    (passed) or the reason. ``key``: for tests only; without one the judge makes a fresh random key of
+    its own, which never leaves its process."""
 
-    def __init__(self, source, key=None, number=None, log=None):
+    def __init__(self, source, key=None, number=None, log=None, inputs=None):
         import secrets
         import subprocess
 
@@ -428,9 +447,25 @@ class JudgeProcess:
         self.proc = subprocess.Popen([sys.executable, "-I", "-c", start],
                                      cwd=str(Path(source).parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-        first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number}
+        first = {"notebook": json.loads(text), "nonce": self.nonce, "key": key, "number": number,
+                 "inputs": str(inputs) if inputs else None}
         self.proc.stdin.write(json.dumps(first) + "\n")
         self.proc.stdin.flush()
+        if inputs:   # a judge that dies while preparing: the kernel stops waiting for its inputs at once
+            import threading
+
+            from courseware.grading.hidden import INPUTS_DONE
+
+            def done_when_gone(proc=self.proc, mark=Path(inputs) / INPUTS_DONE):
+                proc.wait()
+                try:
+                    if mark.parent.is_dir() and not mark.exists():
+                        mark.write_text("")
+                        os.chmod(mark, 0o644)
+                except OSError:   # the sandbox, and its inputs folder, already gone
+                    pass
+
+            threading.Thread(target=done_when_gone, daemon=True).start()
 
     def decide(self, records, watched=(), timeout=900):
         """The verdicts, from exactly one verdict line carrying this run's nonce (anything else: none)."""

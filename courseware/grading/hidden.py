@@ -23,13 +23,17 @@ Three modes, chosen by the environment:
 
 - **self-check** (the course notebook, nbval, a learner with the source): inputs, run, a round trip
   through the record format, judge, all in this process; a failure raises ``AssertionError``.
-- **record** (``COURSE_GRADING_RECORDS`` set: nbgrader's autograde kernel): inputs and run only; what
-  run() returned is written to ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its
-  metadata: no pickled code). Nothing is compared here, so nothing here can be patched to say "equal".
+- **record** (``COURSE_GRADING_RECORDS`` set): inputs and run only; what run() returned is written to
+  ``<dir>/<grade_id>.safetensors`` (tensors, plus a JSON skeleton in its metadata: no pickled code). Nothing
+  is compared here, so nothing here can be patched to say "equal". Autograde's kernel does not even get
+  the hidden block: it runs :func:`kernel_block` of it (``run`` and the helpers ``run`` calls, then
+  :func:`record_run`, which reads the inputs the judge handed in under ``COURSE_GRADING_INPUTS``), so
+  ``inputs``, ``judge``, the references and the key never enter the student's kernel.
 - **judge** (:class:`Judge`; ``python -I -m courseware.grading.hidden serve`` under autograde): a fresh process
   runs the trusted source notebook's ``## Exercises`` section (its set-up cells and model answers,
-  never the student's code) before the student's kernel starts, and afterwards, for each graded check
-  cell, the hidden block in judge mode: inputs() again, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
+  never the student's code) before the student's kernel reaches a check, drawing each check's inputs
+  (with a fresh key of its own per grading run) and handing them in (:func:`pack_inputs`), and afterwards,
+  for each graded check cell, the hidden block in judge mode: the same inputs, the record loaded, judge(). A cell's verdict is "passed" only if its judge returned and its record passed the
   forbidden-call check; anything else (no record, an exception, a record of the wrong shape) fails.
   ``courseware/editions/nbgrader_course.py``'s autograde step writes the verdicts into the graded cells, so a check
   cell scores only on a positive verdict.
@@ -48,13 +52,14 @@ INSTRUCTORS.md, "What the grader guarantees".
 Under autograde the student's kernel runs in a sandbox (``courseware/grading/sandbox.py``) where threads, processes and
 TorchScript are unavailable and every implementation of what an exercise forbids is removed
 (``courseware/grading/registry.py``) before any student code runs; the hidden inputs' seeds are drawn from the
-course's secret (:func:`keyed_seeds`), and each check's watch also looks for the registry's entries.
+judge's key (:func:`keyed_seeds`), and each check's watch also looks for the registry's entries.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections import OrderedDict
 import os
 import sys
 import types
@@ -190,6 +195,307 @@ def record_path(directory: str | os.PathLike, grade_id: str) -> Path:
     if not grade_id.replace("_", "").isalnum():
         raise ValueError(f"grade_id must be letters, digits and underscores, got {grade_id!r}")
     return Path(directory) / f"{grade_id}.safetensors"
+
+
+# ---------------------------------------------------------------------------------------------
+# The hidden inputs as the judge hands them to the student's kernel (autograde): drawn by the judge, outside,
+# with a key of its own, and written to a file the kernel reads (a folder bound read-only into the sandbox).
+# A richer form than a record's: tuples stay tuples, a tensor keeps its strides (a non-contiguous case stays
+# non-contiguous), its dtype and requires_grad, and the cases of courseware.grading.cases stay Case objects.
+
+INPUTS_ENV = "COURSE_GRADING_INPUTS"    # autograde: the folder the judge writes each check's inputs to
+INPUTS_DONE = "all.done"                # written there by the judge once it has drawn every check's inputs
+INPUTS_WAIT = 900.0                     # seconds the kernel waits for a check's inputs
+
+
+def pack_inputs(obj: Any) -> bytes:
+    """``obj`` (what a hidden block's inputs() returns) as safetensors bytes with a JSON skeleton: no pickled code."""
+    from safetensors.torch import save
+
+    from courseware.grading.cases import Case
+
+    tensors: dict[str, torch.Tensor] = {}
+
+    def walk(o, path):
+        if isinstance(o, torch.Tensor):
+            name = f"t{len(tensors)}"
+            t = o.detach().to("cpu")
+            if t.is_complex() or t.layout != torch.strided or type(t) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
+                raise TypeError(f"{path}: hidden inputs hold dense real tensors, got {type(o).__name__} {t.dtype} {t.layout}")
+            t = t.as_subclass(torch.Tensor) if type(t) is not torch.Tensor else t
+            n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
+            base = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,)).clone()
+            tensors[name] = base
+            return {"__strided__": name, "size": list(t.shape), "stride": list(t.stride()),
+                    "offset": t.storage_offset(), "grad": bool(o.requires_grad),
+                    "parameter": isinstance(o, torch.nn.Parameter)}
+        if isinstance(o, bool) or o is None or isinstance(o, str):
+            return o
+        if isinstance(o, int):
+            return {"__int__": str(o)}
+        if isinstance(o, float):
+            return {"__float__": repr(o)}
+        if isinstance(o, torch.dtype):
+            return {"__dtype__": str(o).removeprefix("torch.")}
+        if isinstance(o, torch.Size):
+            return {"__size__": list(o)}
+        if isinstance(o, Case):
+            return {"__case__": o.name, "args": walk(tuple(o.args), f"{path}.args"), "kwargs": walk(dict(o.kwargs), f"{path}.kwargs")}
+        if isinstance(o, torch.nn.Module):
+            made = o.__dict__.get(_MADE_WITH)
+            cls = type(o)
+            if made is None or not cls.__module__.startswith(_MODULE_SOURCES):
+                raise TypeError(f"{path}: a {cls.__name__} made outside the hidden inputs' draw, or not of torch.nn or utils")
+            return {"__module__": f"{cls.__module__}:{cls.__qualname__}", "args": walk(made[0], f"{path}(args)"),
+                    "kwargs": walk(made[1], f"{path}(kwargs)"),
+                    "state": walk(dict(o.state_dict(keep_vars=True)), f"{path}.state_dict()"),
+                    "training": {name: m.training for name, m in o.named_modules()}}
+        if isinstance(o, dict):
+            if type(o) not in (dict, OrderedDict):
+                raise TypeError(f"{path}: hidden inputs hold plain dicts, got {type(o).__name__}")
+            if not all(isinstance(k, str) for k in o):
+                return {"__pairs__": [[walk(k, f"{path} key"), walk(v, f"{path}[{k!r}]")] for k, v in o.items()],
+                        "ordered": type(o) is OrderedDict}
+            return {"__dict__": {k: walk(v, f"{path}.{k}") for k, v in o.items()}, "ordered": type(o) is OrderedDict}
+        if isinstance(o, tuple):
+            return {"__tuple__": [walk(v, f"{path}[{i}]") for i, v in enumerate(o)]}
+        if isinstance(o, list):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(o)]
+        raise TypeError(f"{path}: hidden inputs hold tensors, numbers, str, None, dtypes, cases, tuples, lists and dicts; "
+                        f"got {type(o).__name__}")
+
+    skeleton = walk(obj, "x")
+    return save(tensors, metadata={"skeleton": json.dumps(skeleton)})
+
+
+_MADE_WITH = "_course_made_with"           # a module made during the judge's draw: the arguments it was made with
+_MODULE_SOURCES = ("torch.nn.", "utils.")
+
+
+class made_with:
+    """While the judge draws the hidden inputs: every ``nn.Module`` made keeps the arguments it was made with,
+    so that :func:`pack_inputs` can hand it in as (class, arguments, state) and the kernel make the same one."""
+
+    _on: list[bool] = []
+
+    def __enter__(self):
+        if vars(torch.nn.Module).get("__new__") is not _module_new:   # installed once, in the judge's process
+            torch.nn.Module.__new__ = _module_new   # (a __new__ cannot be taken back out of a class cleanly)
+        made_with._on.append(True)
+        return self
+
+    def __exit__(self, *exc):
+        made_with._on.pop()
+        return False
+
+
+def _module_new(cls, *args, **kwargs):
+    obj = object.__new__(cls)
+    if made_with._on:
+        obj.__dict__[_MADE_WITH] = (tuple(args), dict(kwargs))
+    return obj
+
+
+def same_inputs(a: Any, b: Any, path: str = "x") -> str | None:
+    """None when ``b`` (the kernel's copy, :func:`unpack_inputs`) is ``a`` (what the judge drew) to the bit: the
+    same types, values, dtypes, strides and modules; else where they differ."""
+    from courseware.grading.cases import Case
+
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} became {type(b).__name__}"
+    if isinstance(a, torch.Tensor):
+        if (a.dtype, a.shape, a.stride(), a.requires_grad) != (b.dtype, b.shape, b.stride(), b.requires_grad):
+            return f"{path}: dtype, shape, strides or requires_grad differ"
+        return None if torch.equal(a.detach().nan_to_num(0.0) if a.is_floating_point() else a.detach(),
+                                   b.detach().nan_to_num(0.0) if b.is_floating_point() else b.detach()) \
+            and (not a.is_floating_point() or torch.equal(a.isnan(), b.isnan())) else f"{path}: values differ"
+    if isinstance(a, torch.nn.Module):
+        if repr(a) != repr(b):
+            return f"{path}: the module differs ({repr(a)[:80]} / {repr(b)[:80]})"
+        if [m.training for m in a.modules()] != [m.training for m in b.modules()]:
+            return f"{path}: training flags differ"
+        return same_inputs(dict(a.state_dict(keep_vars=True)), dict(b.state_dict(keep_vars=True)), f"{path}.state_dict()")
+    if isinstance(a, Case):
+        if a.name != b.name:
+            return f"{path}: case names differ"
+        return same_inputs((a.args, a.kwargs), (b.args, b.kwargs), path)
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return f"{path}: keys differ"
+        return next((d for k in a if (d := same_inputs(a[k], b[k], f"{path}[{k!r}]"))), None)
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{path}: lengths differ"
+        return next((d for i, (u, v) in enumerate(zip(a, b)) if (d := same_inputs(u, v, f"{path}[{i}]"))), None)
+    if isinstance(a, float) and a != a:
+        return None if b != b else f"{path}: values differ"
+    return None if a == b else f"{path}: {a!r} became {b!r}"
+
+
+def unpack_inputs(data: bytes) -> Any:
+    """The inverse of :func:`pack_inputs` (in the student's kernel)."""
+    from safetensors.torch import load
+
+    from courseware.grading.cases import Case
+
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + header_len])
+    skeleton = json.loads(header.get("__metadata__", {}).get("skeleton", "null"))
+    tensors = load(data)
+
+    def walk(o):
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        if isinstance(o, dict):
+            if "__strided__" in o:
+                t = tensors[o["__strided__"]].as_strided(o["size"], o["stride"], o["offset"])
+                if o.get("parameter"):
+                    return torch.nn.Parameter(t, requires_grad=bool(o.get("grad")))
+                return t.requires_grad_() if o.get("grad") else t
+            if "__int__" in o:
+                return int(o["__int__"])
+            if "__float__" in o:
+                return float(o["__float__"])
+            if "__dtype__" in o:
+                dtype = getattr(torch, str(o["__dtype__"]), None)
+                if not isinstance(dtype, torch.dtype):
+                    raise ValueError(f"malformed inputs: dtype {o['__dtype__']!r}")
+                return dtype
+            if "__size__" in o:
+                return torch.Size(int(v) for v in o["__size__"])
+            if "__case__" in o:
+                return Case(str(o["__case__"]), walk(o["args"]), walk(o["kwargs"]))
+            if "__pairs__" in o:
+                return (OrderedDict if o.get("ordered") else dict)((walk(k), walk(v)) for k, v in o["__pairs__"])
+            if "__module__" in o:
+                import importlib
+
+                where, _, qualname = str(o["__module__"]).partition(":")
+                if not where.startswith(_MODULE_SOURCES):
+                    raise ValueError(f"malformed inputs: module {o['__module__']!r}")
+                cls = importlib.import_module(where)
+                for part in qualname.split("."):
+                    cls = getattr(cls, part)
+                with torch.random.fork_rng(devices=[]):   # made as the judge made it, without touching the kernel's RNG
+                    m = cls(*walk(o["args"]), **walk(o["kwargs"]))
+                state = walk(o["state"])
+                m.load_state_dict(state, assign=True)
+                for name, p in m.named_parameters():
+                    if name in state:
+                        p.requires_grad_(state[name].requires_grad)
+                for name, sub in m.named_modules():
+                    sub.training = bool(o["training"].get(name, sub.training))
+                return m
+            if "__tuple__" in o:
+                return tuple(walk(v) for v in o["__tuple__"])
+            if "__dict__" in o:
+                return (OrderedDict if o.get("ordered") else dict)((k, walk(v)) for k, v in o["__dict__"].items())
+            raise ValueError(f"malformed inputs skeleton: {o!r}")
+        if o is None or isinstance(o, (bool, str)):
+            return o
+        raise ValueError(f"malformed inputs skeleton: {o!r}")
+    return walk(skeleton)
+
+
+def inputs_path(directory: str | os.PathLike, grade_id: str) -> Path:
+    return record_path(directory, grade_id).with_suffix(".inputs")
+
+
+def handed_inputs(grade_id: str, directory: str | None = None, wait: float = INPUTS_WAIT) -> Any:
+    """In the student's kernel, under autograde: the inputs the judge drew for ``grade_id`` (waiting, while the
+    judge is still preparing, for its file to appear)."""
+    import time
+
+    directory = directory or os.environ.get(INPUTS_ENV)
+    if not directory:
+        raise RuntimeError(f"{grade_id}: no hidden inputs folder ({INPUTS_ENV} is not set)")
+    path, done = inputs_path(directory, grade_id), Path(directory) / INPUTS_DONE
+    deadline = time.monotonic() + wait
+    while not path.is_file():
+        if done.is_file() and not path.is_file():
+            raise RuntimeError(f"{grade_id}: the judge drew no inputs for this check (see the judge's verdict)")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{grade_id}: the judge's inputs did not come within {wait:.0f} s")
+        time.sleep(0.02)
+    return unpack_inputs(path.read_bytes())
+
+
+def record_run(grade_id: str, run: Callable[[Any], Any]) -> None:
+    """What the kernel runs of a hidden check under autograde (:func:`kernel_block`): ``run`` on the inputs the
+    judge handed in, under a :class:`Watch`, and the outputs, the watch's log and the canary written as the
+    record. Nothing here computes or compares an expected value."""
+    x = handed_inputs(grade_id)
+    with Watch() as watch:
+        result = run(x)
+        canary = watch.canary()
+    got = {"result": result, "log": watch.log[:len(watch.log) - len(canary)], "canary": canary}
+    data = to_bytes(got)
+    directory = os.environ.get(RECORDS_ENV)
+    if not directory:
+        raise RuntimeError(f"{grade_id}: no records folder ({RECORDS_ENV} is not set)")
+    path = record_path(directory, grade_id)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    print(f"{grade_id}: recorded for the judge (the grade is decided outside this kernel)")
+
+
+def _names_loaded(node) -> set[str]:
+    import ast
+
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _binds(stmt) -> set[str]:
+    import ast
+
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] \
+        if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else [stmt]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def kernel_block(block: str) -> str:
+    """The part of a hidden block (:func:`hidden_block`) the student's kernel runs under autograde: its imports,
+    ``run`` and the top-level definitions ``run`` reaches (helpers that call the student's code), then
+    ``record_run(grade_id, run)``. Not ``inputs`` (the judge draws them), not ``judge``, not a definition only
+    those use (references, expected values, case makers): they stay in the judge's process. Raises ``ValueError``
+    when the block does not end in one ``hidden_check("<id>", inputs, run, judge, ...)`` call."""
+    import ast
+
+    tree = ast.parse(block)
+    calls = [s for s in tree.body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+             and isinstance(s.value.func, ast.Name) and s.value.func.id == "hidden_check"]
+    if len(calls) != 1 or not calls[0].value.args or not isinstance(calls[0].value.args[0], ast.Constant):
+        raise ValueError("a hidden block ends in one hidden_check(\"<grade id>\", inputs, run, judge, ...) call")
+    call = calls[0].value
+    grade_id = call.args[0].value
+    run_arg = call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "run"), None)
+    if not isinstance(run_arg, ast.Name):
+        raise ValueError(f"{grade_id}: hidden_check's run is a function defined in the block")
+    defined = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for name in _binds(stmt):
+                defined.setdefault(name, []).append(stmt)
+    need, todo = set(), [run_arg.id]
+    while todo:
+        name = todo.pop()
+        if name in need or name not in defined:
+            continue
+        need.add(name)
+        for stmt in defined[name]:
+            todo += sorted(_names_loaded(stmt) - need)
+    keep = [s for s in tree.body if isinstance(s, ast.Import)
+            or isinstance(s, ast.ImportFrom) and any(a.name != "hidden_check" for a in s.names)
+            or (s is not calls[0] and _binds(s) & need)]
+    lines = [ast.unparse(s) for s in keep]
+    lines.append("from courseware.grading.hidden import record_run")
+    lines.append(f"record_run({grade_id!r}, {run_arg.id})")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,6 +784,8 @@ _WATCHED_CELLS: list[str] = []   # judge mode: the cells autograde watched (Judg
 # The hidden check.
 
 _VERDICTS: dict[str, str | None] = {}   # judge mode: grade_id -> None (passed) or the reason
+_DRAWN: dict[str, Any] = {}              # the judge: grade_id -> the inputs it drew (and handed to the kernel)
+_DRAWING: list[bool] = []               # non-empty while the judge prepares: hidden_check only draws the inputs
 
 
 def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], Any],
@@ -491,10 +799,13 @@ def hidden_check(grade_id: str, inputs: Callable[[], Any], run: Callable[[Any], 
         forbid += forbid_targets(notebook, exercise_of(grade_id))
     judging = os.environ.get(JUDGE_ENV)
     key = os.environ.get(KEY_ENV)
-    if key:
+    if key and not _DRAWING:   # (the judge draws the whole block under the key: Judge)
         inputs = keyed_seeds(inputs, key, grade_id)
+    if _DRAWING:
+        _DRAWN[grade_id] = inputs()
+        return
     if judging:
-        x = inputs()
+        x = _DRAWN[grade_id] if grade_id in _DRAWN else inputs()
         got = read_record(record_path(judging, grade_id))
         if got is None:
             raise AssertionError(f"{grade_id}: no record (the check cell did not run to its end in the student's kernel)")
@@ -533,10 +844,10 @@ def _derive_seed(key: str, grade_id: str, seed: int) -> int:
 
 def keyed_seeds(inputs: Callable[[], Any], key: str, grade_id: str) -> Callable[[], Any]:
     """``inputs`` with every seed it sets (``torch.manual_seed(s)``, ``torch.Generator().manual_seed(s)``)
-    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is
-    derived from the course directory's secret (``courseware/editions/nbgrader_course.py``: ``grading_key``), so
-    the published seeds say nothing about the inputs a submission is graded on; the judge draws the same
-    ones and computes its references on them. Without a key (a learner's notebook) the seeds are the
+    replaced by one drawn from ``key`` (hex), the check's grade id and ``s``. Under autograde, ``key`` is made
+    at random by the judge's process for each grading run (:func:`serve`) and never leaves it, so the published
+    seeds say nothing about the inputs a submission is graded on; the judge draws the inputs, hands them to the
+    kernel and computes its references on them. Without a key (a learner's notebook) the seeds are the
     published ones."""
     real_generator, real_manual_seed = torch.Generator, torch.manual_seed
 
@@ -603,14 +914,18 @@ class Judge:
     """The judge, in two steps, so that it is ready before the student's code runs.
 
     ``Judge(nb)`` (*prepare*) runs the trusted source notebook's Exercises section: its set-up cells
-    and model answers, and the imports of every hidden block, and keeps, for each graded code cell, its
-    hidden block and a copy of the namespace as it stood at that cell. ``decide(records)`` then runs
-    each hidden block in judge mode on the records. Under autograde the first step happens before the
-    student's kernel starts, so what that kernel later does to files on disk (the source notebook,
-    ``utils``) cannot change code the judge has already loaded; see INSTRUCTORS.md for what remains.
+    and model answers, and every hidden block in draw mode (its definitions, and ``hidden_check`` only
+    drawing the inputs, with the key in ``COURSE_GRADING_KEY`` when there is one), and keeps, for each
+    graded code cell, its hidden block, the inputs drawn and a copy of the namespace as it stood at that
+    cell. With ``inputs_dir`` (autograde) each check's inputs are written there (:func:`pack_inputs`) as
+    they are drawn, for the student's kernel to read (:func:`record_run`), then :data:`INPUTS_DONE`.
+    ``decide(records)`` then runs each hidden block in judge mode on the records and the same inputs.
+    Under autograde the first step starts before the student's kernel does, so what that kernel later does
+    to files on disk (the source notebook, ``utils``) cannot change code the judge has already loaded; see
+    INSTRUCTORS.md for what remains.
     """
 
-    def __init__(self, nb):
+    def __init__(self, nb, inputs_dir: str | os.PathLike | None = None):
         import ast
         import contextlib
         import io
@@ -627,25 +942,58 @@ class Judge:
         transform = TransformerManager().transform_cell
         namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *a, **k: None}
         self.checks: list[tuple[str, str | None, dict[str, Any]]] = []
+        self.not_drawn: dict[str, str] = {}   # grade_id -> why its inputs could not be drawn
+        self.drawn: dict[str, Any] = {}       # grade_id -> the inputs drawn (and handed in)
         sink = io.StringIO()
-        for cell in exercise_cells(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade"):
-                block = hidden_block(cell.source)
-                code = None
-                if block is not None:
-                    code = transform(block)
-                    imports = [n for n in ast.parse(code).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        this._DRAWN.clear()
+        try:
+            for cell in exercise_cells(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                meta = cell.metadata.get("nbgrader", {})
+                if meta.get("grade"):
+                    gid = meta.get("grade_id")
+                    block = hidden_block(cell.source)
+                    code = None
+                    mine = dict(namespace)
+                    if block is not None:
+                        code = transform(block)
+                        this._DRAWING[:] = [True]
+                        key = os.environ.get(KEY_ENV)
+
+                        def draw(code=code, gid=gid, mine=mine):
+                            exec(compile(code, f"<{gid}: inputs>", "exec"), mine)
+
+                        try:   # the whole block under the key: case lists it draws at its top level too
+                            with contextlib.redirect_stdout(sink), made_with():
+                                (keyed_seeds(draw, key, gid) if key else draw)()
+                            if gid not in this._DRAWN:
+                                raise AssertionError(f"{gid}: the hidden block never called hidden_check")
+                            self.drawn[gid] = this._DRAWN.pop(gid)
+                            if inputs_dir is not None:   # handed in only if the kernel's copy is the judge's to the bit
+                                data = pack_inputs(self.drawn[gid])
+                                differ = same_inputs(self.drawn[gid], unpack_inputs(data))
+                                if differ:
+                                    raise TypeError(f"the hidden inputs do not survive the hand-in: {differ}")
+                                path = inputs_path(inputs_dir, gid)
+                                path.with_suffix(".part").write_bytes(data)
+                                os.chmod(path.with_suffix(".part"), 0o644)
+                                os.replace(path.with_suffix(".part"), path)
+                        except Exception as e:  # noqa: BLE001 (this check fails; the others go on)
+                            self.not_drawn[gid] = f"{gid}: the judge could not draw its inputs: {type(e).__name__}: {e}"
+                        finally:
+                            this._DRAWING.clear()
+                    self.checks.append((gid, code, mine))
+                else:  # the trusted set-up cells and model answers
                     with contextlib.redirect_stdout(sink):
-                        exec(compile(ast.Module(body=imports, type_ignores=[]), "<imports>", "exec"), dict(namespace))
-                self.checks.append((meta.get("grade_id"), code, dict(namespace)))
-            else:  # the trusted set-up cells and model answers
-                with contextlib.redirect_stdout(sink):
-                    exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
-        if records_before is not None:
-            os.environ[RECORDS_ENV] = records_before
+                        exec(compile(transform(cell.source), "<setup>", "exec"), namespace)
+        finally:
+            if inputs_dir is not None:   # the kernel stops waiting for inputs that will not come
+                done = Path(inputs_dir) / INPUTS_DONE
+                done.write_text("")
+                os.chmod(done, 0o644)
+            if records_before is not None:
+                os.environ[RECORDS_ENV] = records_before
 
     def decide(self, records: str | os.PathLike, watched: list[str] | None = None) -> dict[str, str | None]:
         """grade_id -> None (passed) or the reason it failed, for every graded code cell. ``watched``:
@@ -655,6 +1003,8 @@ class Judge:
         import traceback
 
         self._this._WATCHED_CELLS[:] = list(watched or [])
+        self._this._DRAWN.clear()
+        self._this._DRAWN.update(self.drawn)   # judged on the inputs this judge drew (and handed in)
         old = os.environ.get(JUDGE_ENV)
         os.environ[JUDGE_ENV] = str(Path(records).resolve())
         verdicts: dict[str, str | None] = {}
@@ -664,6 +1014,9 @@ class Judge:
                 if code is None:
                     verdicts[gid] = "this check cell has no hidden check, so it cannot be judged"
                     continue
+                if gid in self.not_drawn:
+                    verdicts[gid] = self.not_drawn[gid]
+                    continue
                 self._this._VERDICTS.pop(gid, None)
                 try:
                     with contextlib.redirect_stdout(sink):
@@ -672,6 +1025,7 @@ class Judge:
                 except BaseException as e:  # noqa: BLE001 (anything at all is a failed check)
                     verdicts[gid] = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
         finally:   # a judge used in a process that goes on (a test) must not leave judge mode on for what it starts
+            self._this._DRAWN.clear()
             if old is None:
                 os.environ.pop(JUDGE_ENV, None)
             else:
@@ -888,7 +1242,10 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
     :data:`ALLOWLIST_CALLS` named at all (called or passed around); no attribute in :data:`ALLOWLIST_ATTRS`;
     no :data:`GRADER_NAMES`, nor a name in ``reserved`` (what only the course's check cells define: their
     references and helpers) that the cell reads without binding it; attributes assigned or deleted only on
-    ``self`` (never on a module, a class or a function of the course's), ``self`` never rebound; no
+    ``self`` (never on a module, a class or a function of the course's), and only on a method's own ``self`` (its
+    first parameter, in a class's body: not a function's parameter that happens to be called ``self``, which a module
+    could be passed as), no method reached through its class (``C.set(F, ...)``, ``type(x).set``), ``self`` never
+    rebound; no
     subclass of a tensor, parameter or mode, no ``async``; no string holding ``__`` (a format string walks
     attributes); code that does not parse, even after IPython's transformation, is outside."""
     import ast
@@ -908,6 +1265,40 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
     reserved = set(reserved) - bound
     found: list[str] = []
+    # where ``self`` may have attributes assigned: in a method (a function defined in a class's body, not a static
+    # method), on its own first parameter. A function of the cell's whose parameter is called self, or a method
+    # reached through its class (``C.set(F, ...)``, ``type(x).set(...)``), could be handed a module or a class of the
+    # course's as ``self``
+    own_self: set[int] = set()        # ids of the Attribute nodes assigned on a method's own self
+    methods: dict[str, set[str]] = {}  # the cell's classes -> their methods
+    parent: dict[int, Any] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parent[id(child)] = node
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            methods[node.name] = {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                  and not any(ast.unparse(d) in ("staticmethod", "classmethod") for d in f.decorator_list)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id == "self"):
+                continue
+            up = parent.get(id(node))
+            while up is not None:   # the nearest function that binds self: as a parameter, or not at all
+                if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    params = [a.arg for a in (*up.args.posonlyargs, *up.args.args, *up.args.kwonlyargs)]
+                    params += [a.arg for a in (up.args.vararg, up.args.kwarg) if a is not None]
+                    if "self" in params:
+                        first = (up.args.posonlyargs + up.args.args)[:1]
+                        is_method = isinstance(parent.get(id(up)), ast.ClassDef) and \
+                            up.name in methods.get(parent[id(up)].name, set()) if not isinstance(up, ast.Lambda) else False
+                        if is_method and first and first[0].arg == "self":
+                            own_self.add(id(node))
+                        break
+                up = parent.get(id(up))
 
     def flag(what, node):
         entry = f"{what} (line {getattr(node, 'lineno', '?')})"
@@ -957,6 +1348,12 @@ def allowlist(source: str, reserved: Iterable[str] = ()) -> list[str]:
                     base = base.value
                 if not (isinstance(base, ast.Name) and base.id == "self"):
                     flag(f"an attribute assigned outside self ({ast.unparse(node)})", node)
+                elif id(node) not in own_self:
+                    flag(f"an attribute assigned on a self that is not a method's own ({ast.unparse(node)})", node)
+            elif isinstance(node.value, ast.Name) and node.attr in methods.get(node.value.id, set()):
+                flag(f"a method reached through its class ({ast.unparse(node)}): any object can be its self", node)
+            elif isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and node.value.func.id == "type":
+                flag(f"an attribute of type(...) ({ast.unparse(node)})", node)
         elif isinstance(node, ast.arg) and private(node.arg):
             flag(f"a private name ({node.arg})", node)
         elif isinstance(node, ast.keyword) and node.arg and private(node.arg):
@@ -998,8 +1395,10 @@ def serve() -> int:
     """``python -I -m courseware.grading.hidden serve``: the judge as autograde runs it, over a pipe.
 
     Makes itself non-dumpable, then reads one line of JSON from stdin: ``{"notebook": the source
-    notebook, "nonce": a per-run secret, "key": the hidden inputs' key}`` (a bare notebook is accepted
-    too: no nonce, published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
+    notebook, "nonce": a per-run secret, "inputs": the folder to hand the hidden inputs in (optional),
+    "number": the notebook's number, "key": a key for the hidden inputs (tests only: without one it draws
+    a fresh random key, which never leaves this process)}`` (a bare notebook is accepted too: no nonce,
+    published seeds); prepares (:class:`Judge`), prints :data:`READY_LINE`, waits for one
     line, ``{"records": folder, "watched": [cell ids]}``, and prints the verdicts as one line,
     ``VERDICTS_LINE nonce JSON``. Autograde accepts exactly one verdict line, and only with its nonce.
     Nothing it reads or writes goes through a file that the student's kernel could reach, except the
@@ -1008,15 +1407,22 @@ def serve() -> int:
 
     _not_dumpable()
     first = json.loads(sys.stdin.readline())
-    nonce = ""
+    import secrets
+
+    nonce, inputs_dir = "", None
     if isinstance(first, dict) and "notebook" in first:
         nonce = str(first.get("nonce") or "")
-        if first.get("key"):
-            os.environ[KEY_ENV] = str(first["key"])
+        os.environ[KEY_ENV] = str(first.get("key") or secrets.token_hex(32))   # this process's own, per grading run
         if first.get("number"):
             os.environ["COURSE_GRADING_NOTEBOOK"] = str(first["number"])
+        inputs_dir = first.get("inputs") or None
         first = first["notebook"]
-    judge = Judge(nbformat.reads(json.dumps(first), as_version=4))
+    try:
+        judge = Judge(nbformat.reads(json.dumps(first), as_version=4), inputs_dir=inputs_dir)
+    finally:   # whatever happened, the kernel stops waiting for inputs
+        if inputs_dir is not None and not (Path(inputs_dir) / INPUTS_DONE).exists():
+            (Path(inputs_dir) / INPUTS_DONE).write_text("")
+            os.chmod(Path(inputs_dir) / INPUTS_DONE, 0o644)
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
     request = json.loads(sys.stdin.readline())

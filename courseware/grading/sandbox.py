@@ -4,7 +4,8 @@ first inside it (:func:`lockdown`). See INSTRUCTORS.md, "What the sandbox guaran
 Outside (``courseware/editions/nbgrader_course.py``'s ``ExerciseSectionExecute``): a :class:`Sandbox` is a fresh folder
 outside the course directory with a copy of ``utils/`` and of the part of ``courseware/`` a notebook's cells
 import (its grading checks, quizzes and sections; read-only inside, at ``/course``), an empty
-``records`` folder (the only place the kernel can write that outlives it, ``/records`` inside) and the
+``records`` folder (the only place the kernel can write that outlives it, ``/records`` inside), an
+``inputs`` folder the judge process writes each check's hidden inputs to (``/inputs``, read-only inside) and the
 kernel's sockets (ZeroMQ over Unix sockets: the kernel has no network at all). Its
 :meth:`Sandbox.kernel_manager_class` is a Jupyter kernel manager that starts the kernel through
 ``bwrap`` with
@@ -97,6 +98,7 @@ class Sandbox:
         # (a student on a hub) can look in; bwrap binds what the kernel needs from it
         self.course = self.root / "course"
         self.records = self.root / "records"
+        self.inputs = self.root / "inputs"    # the judge writes each check's hidden inputs here: /inputs, read-only
         self.sock = self.root / "sock"
         self.as_root = os.geteuid() == 0
         shutil.copytree(Path(utils_dir) if utils_dir else ROOT / "utils", self.course / "utils",
@@ -117,6 +119,8 @@ class Sandbox:
             os.chmod(dirpath, 0o755)
             for f in filenames:
                 os.chmod(os.path.join(dirpath, f), 0o644)
+        self.inputs.mkdir(mode=0o755)
+        os.chmod(self.inputs, 0o755)
         if self.as_root:   # the kernel runs as nobody: these two are its to write
             for d in (self.records, self.sock):
                 os.chown(d, NOBODY, NOBODY)
@@ -211,6 +215,7 @@ class Sandbox:
         dirs_for(self.sock)
         args += ["--bind", str(self.sock), str(self.sock)]
         args += ["--bind", str(self.records), "/records"]
+        args += ["--ro-bind", str(self.inputs), "/inputs"]
         return args
 
     def environment(self) -> dict[str, str]:

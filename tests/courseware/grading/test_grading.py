@@ -352,3 +352,173 @@ def test_the_judge_reads_only_regular_files_the_kernel_wrote_never_through_a_lin
     for name in ("link", "hard", "fifo", "big"):
         with pytest.raises(AssertionError, match="record"):
             read_record(record_path(records, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 48: the kernel holds nothing that decides or reveals a grade; the judge hands the inputs in.
+
+def test_hidden_inputs_reach_the_kernel_as_the_judge_drew_them():
+    """pack_inputs / unpack_inputs keep what a hidden block's inputs() returns to the bit: strides (a
+    non-contiguous case stays one), dtypes, requires_grad, tuples, cases, ordered and non-str-keyed dicts, and
+    nn.Modules made during the draw (class, arguments, state, training flags); same_inputs says where two differ."""
+    from collections import OrderedDict
+
+    from courseware.grading import cases
+    from courseware.grading.hidden import made_with, pack_inputs, same_inputs, unpack_inputs
+
+    g = torch.Generator().manual_seed(0)
+    with made_with():
+        layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double().eval()
+        gru = nn.GRU(3, 5, batch_first=True)
+    x = {"k": cases.layout(torch.randn(2, 3, 4, generator=g), "non-contiguous"),
+         "t": cases.layout(torch.randn(3, 4, generator=g), "transposed in memory"),
+         "w": torch.randn(3, generator=g).requires_grad_(), "ids": torch.tensor([1, 2]), "dtype": torch.float64,
+         "pair": (1, 2.5), "none": None, "text": "a", "drawn": cases.vary(lambda g, n: torch.randn(n, generator=g),
+                                                                         {"n": 3}, n={"one": 1}),
+         "scripts": {(): {4: 0.4}, (4,): {3: 0.5}}, "state": OrderedDict(a=torch.ones(1)), "layer": layer, "gru": gru}
+    got = unpack_inputs(pack_inputs(x))
+    assert same_inputs(x, got) is None, same_inputs(x, got)
+    assert not got["k"].is_contiguous() and got["k"].stride() == x["k"].stride() and got["w"].requires_grad
+    assert isinstance(got["drawn"][0], cases.Case) and type(got["pair"]) is tuple and type(got["state"]) is OrderedDict
+    assert got["layer"].linear1.weight.dtype == torch.float64 and not got["layer"].training
+    with torch.no_grad():
+        a, b = torch.randn(1, 3, 8, dtype=torch.float64), torch.randn(1, 4, 8, dtype=torch.float64)
+        assert torch.equal(layer(a, b), got["layer"](a, b))
+    # where two differ, it says so
+    other = dict(x, k=x["k"].contiguous())
+    assert "strides" in same_inputs(x, other)
+    assert "values differ" in same_inputs(x, dict(x, ids=torch.tensor([1, 3])))
+    with pytest.raises(TypeError, match="made outside"):
+        pack_inputs({"m": nn.Linear(2, 2)})   # a module the draw did not see made: the kernel could not make it
+
+
+BLOCK = '''\
+from courseware.grading import hidden_check
+SIZES = [3, 5]
+DRAWN = torch.randn(2, generator=torch.Generator().manual_seed(5))   # drawn at the block's top level
+REFERENCE_ONLY = "a value only the judge uses"
+def reference(t):
+    return 2 * t
+def both(t):
+    return double(t)
+def inputs():
+    g = torch.Generator().manual_seed(14)
+    return {"x": torch.randn(4, generator=g), "d": DRAWN}
+def run(x):
+    return {"y": both(x["x"]), "n": SIZES}
+def judge(x, got):
+    assert torch.equal(got["y"], reference(x["x"])), REFERENCE_ONLY
+hidden_check("ex1_check", inputs, run, judge)'''
+
+
+def test_the_kernel_runs_run_and_its_helpers_only():
+    from courseware.grading.hidden import kernel_block
+
+    kept = kernel_block(BLOCK)
+    assert "def run(" in kept and "def both(" in kept and "SIZES = [3, 5]" in kept
+    assert kept.rstrip().endswith("record_run('ex1_check', run)")
+    for judge_only in ("def inputs", "def judge", "def reference", "REFERENCE_ONLY", "manual_seed", "hidden_check(",
+                       "DRAWN"):
+        assert judge_only not in kept, judge_only
+    with pytest.raises(ValueError, match="hidden_check"):
+        kernel_block("def run(x):\n    return x")
+
+
+def test_every_notebooks_hidden_inputs_are_handed_in_and_its_kernel_blocks_hold_no_judge(tmp_path, monkeypatch):
+    """For every notebook: the judge draws every check's inputs and writes them for the kernel (each read back
+    equal to what it drew), and what the kernel runs of each hidden block defines neither inputs nor judge."""
+    from courseware.grading.hidden import INPUTS_DONE, hidden_block, inputs_path, kernel_block
+
+    monkeypatch.setenv("COURSE_DATA_MIRROR", os.environ.get("COURSE_DATA_MIRROR", "/work/shared/data"))
+    monkeypatch.setenv(grading.KEY_ENV, "ab" * 32)
+    checked = 0
+    for path in sorted((Path(__file__).resolve().parents[3] / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        monkeypatch.setenv("COURSE_GRADING_NOTEBOOK", path.name[:2])
+        folder = tmp_path / path.name[:2]
+        folder.mkdir()
+        judge = grading.Judge(nb, inputs_dir=folder)
+        assert judge.not_drawn == {}, (path.name, judge.not_drawn)
+        assert (folder / INPUTS_DONE).is_file()
+        for gid, code, _ in judge.checks:
+            if code is None:
+                continue
+            assert inputs_path(folder, gid).is_file(), (path.name, gid)
+            kept = kernel_block(code)
+            assert "def judge(" not in kept and "def inputs(" not in kept, (path.name, gid)
+            checked += 1
+        assert all(hidden_block(c.source) is None or c.metadata.get("nbgrader", {}).get("grade")
+                   for c in nb.cells if c.cell_type == "code")
+    assert checked >= 50, checked
+
+
+def test_the_kernel_records_on_the_judges_inputs_and_the_judge_decides(tmp_path, monkeypatch):
+    """record_run reads the inputs the judge handed in (it never draws them) and writes what run returned; the
+    judge compares that with its own reference on the same inputs."""
+    from courseware.grading.hidden import INPUTS_ENV, kernel_block
+
+    source = _notebook("def double(t):\n    return 2 * t", BLOCK)
+    for student, verdict in ((lambda t: 2 * t, None), (lambda t: 2 * t + 1e-3, "a value only the judge uses")):
+        inputs, records = tmp_path / "inputs", tmp_path / "records"
+        for d in (inputs, records):
+            d.mkdir(exist_ok=True)
+            for f in d.iterdir():
+                f.unlink()
+        monkeypatch.delenv(grading.JUDGE_ENV, raising=False)
+        monkeypatch.setenv(grading.KEY_ENV, "cd" * 32)
+        judge = grading.Judge(source, inputs_dir=inputs)
+        monkeypatch.delenv(grading.KEY_ENV)
+        monkeypatch.setenv(grading.RECORDS_ENV, str(records))
+        monkeypatch.setenv(INPUTS_ENV, str(inputs))
+        exec(kernel_block(BLOCK), {"torch": torch, "double": student})   # what the student's kernel runs
+        monkeypatch.delenv(grading.RECORDS_ENV)
+        got = judge.decide(records)
+        assert (got["ex1_check"] is None) if verdict is None else (verdict in got["ex1_check"]), got
+
+
+def test_each_grading_run_draws_other_hidden_inputs_and_hands_them_in(tmp_path):
+    """The judge process makes its own key for each run (autograde passes none): two runs on the same source
+    hand in other inputs, neither the published ones."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from courseware.editions.nbgrader_course import JudgeProcess
+    from courseware.grading.hidden import INPUTS_DONE, inputs_path, unpack_inputs
+
+    source = tmp_path / "source.ipynb"
+    nbformat.write(_notebook("def double(t):\n    return 2 * t", BLOCK), source)
+    drawn = []
+    for run in ("a", "b"):
+        folder = tmp_path / run
+        folder.mkdir()
+        judge = JudgeProcess(source, inputs=folder)
+        (tmp_path / f"records_{run}").mkdir()
+        judge.decide(tmp_path / f"records_{run}", timeout=300)
+        assert (folder / INPUTS_DONE).is_file()
+        drawn.append(unpack_inputs(inputs_path(folder, "ex1_check").read_bytes()))
+    published = {"x": torch.randn(4, generator=torch.Generator().manual_seed(14)),
+                 "d": torch.randn(2, generator=torch.Generator().manual_seed(5))}
+    for name in ("x", "d"):   # d: drawn at the block's top level, outside inputs(), keyed all the same
+        assert not torch.equal(drawn[0][name], drawn[1][name]), name
+        assert not torch.equal(drawn[0][name], published[name]) and not torch.equal(drawn[1][name], published[name])
+
+
+def test_a_judge_that_dies_stops_the_kernel_waiting_for_its_inputs(tmp_path):
+    """The kernel waits for each check's inputs while the judge prepares; a judge that dies first leaves the
+    mark that ends the wait (INPUTS_DONE), so the kernel's check fails at once instead of at the cell timeout."""
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from courseware.editions.nbgrader_course import JudgeProcess
+    from courseware.grading.hidden import INPUTS_DONE, handed_inputs
+
+    source = tmp_path / "source.ipynb"
+    nbformat.write(_notebook("import time\ntime.sleep(600)\ndef double(t):\n    return 2 * t", BLOCK), source)
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    judge = JudgeProcess(source, inputs=folder)
+    time.sleep(1)
+    assert not (folder / INPUTS_DONE).exists()   # still preparing (the model answer sleeps)
+    judge.proc.kill()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="drew no inputs"):
+        handed_inputs("ex1_check", str(folder), wait=60)
+    assert time.monotonic() - start < 30

@@ -73,7 +73,24 @@ OUTSIDE = {
     "exec hidden in a decorator": "@exec\ndef f():\n    pass",
     "a loader that unpickles": "x = torch.load('f.pt')",
     "a shared library loaded": "torch.classes.load_library('x.so')",
+    # issue 48, item 4: an attribute assigned on a "self" that is not a method's own, so that a module can be it
+    "a function's parameter called self, handed a module": "def g(self):\n    self.softmax = None\n\ng(F)",
+    "a nested function's self inside a method": ("class M(nn.Module):\n    def forward(self, x):\n"
+                                                  "        def g(self):\n            self.softmax = None\n"
+                                                  "        g(F)\n        return x"),
+    "a static method's self": "class C:\n    @staticmethod\n    def g(self):\n        self.softmax = None\n\nC.g(F)",
+    "a method reached through its class": "class C:\n    def set(self, v):\n        self.softmax = v\n\nC.set(F, None)",
+    "a method reached through type()": ("class C:\n    def set(self, v):\n        self.softmax = v\n\n"
+                                        "type(C()).set(F, None)"),
+    "self not the method's first parameter": "class C:\n    def set(v, self):\n        self.softmax = v\n\nC().set(F)",
 }
+
+
+def test_a_method_may_set_its_own_attributes_and_a_closure_in_it_too():
+    source = ("class M(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.w = nn.Linear(d, d)\n"
+              "        self.cache = {}\n\n    def forward(self, x):\n        def keep(y):\n            self.last = y\n"
+              "            return y\n        self.cache['x'] = x\n        return keep(self.w(x))\n\n\nm = M(4)\nout = m(torch.ones(4))")
+    assert allowlist(source) == []
 
 
 @pytest.mark.parametrize("name", list(OUTSIDE))

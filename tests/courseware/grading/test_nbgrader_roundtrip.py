@@ -195,7 +195,8 @@ SHORTCUTS = {
 
 def chosen_attacks(path, source):
     """The adversarial submissions for a notebook: all under `make test-grading`
-    (COURSE_GRADING_ATTACKS=all), the ones marked fast otherwise, none with COURSE_GRADING_ATTACKS=none."""
+    (COURSE_GRADING_ATTACKS=all), the ones marked fast otherwise, none with COURSE_GRADING_ATTACKS=none, classes 7-13
+    with =sandbox, classes 14 and up (written from the trust boundary's design) with =design."""
     first = next(grade_id(c) for c in source.cells
                  if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
     every = attacks_for(path.name[:2], first, SHORTCUTS.get(path.name[:2], {}).get(first))
@@ -210,6 +211,8 @@ def chosen_attacks(path, source):
         return []
     if chosen == "sandbox":  # the attacks only the sandbox and the registry's removal stop (classes 7-13)
         return [a for a in every if a.kind >= 7]
+    if chosen == "design":   # those written from the trust boundary's design (classes 14-17, issue 48)
+        return [a for a in every if a.kind >= 14]
     return [a for a in every if a.fast]
 
 
@@ -256,6 +259,29 @@ def submission(released, source, shortcuts=None):
     return nb
 
 
+def earlier_release(nb):
+    """``nb`` with the Exercises section's set-up cells laid out as an earlier release had them: the same syntax
+    tree, another text (``ast.unparse``: no comments, long strings joined again where a later release split them by
+    implicit concatenation, other quotes and line breaks; issue 48, item 8). None when the section has no set-up
+    cell whose text that changes."""
+    import ast
+
+    from courseware.editions.nbgrader_course import exercise_section_end, exercise_section_start
+
+    nb = nbformat.from_dict(nb)
+    changed = 0
+    for cell in nb.cells[exercise_section_start(nb) or 0:exercise_section_end(nb)]:
+        if cell.cell_type != "code" or cell.metadata.get("nbgrader"):
+            continue
+        try:
+            text = "# as an earlier release laid it out\n" + ast.unparse(ast.parse(cell.source))
+        except SyntaxError:
+            continue
+        if text != cell.source:
+            cell.source, changed = text, changed + 1
+    return nb if changed else None
+
+
 def check_ids(nb, exercise):
     """grade_ids of an exercise's check cells: ex1 -> ex1_check, ex1_check2, ..."""
     return [g for g in map(grade_id, nb.cells) if g and (g == f"{exercise}_check" or g.startswith(f"{exercise}_check"))]
@@ -275,8 +301,6 @@ def course(tmp_path_factory):
         os.environ[SANDBOX_ENV] = "off"
     root = tmp_path_factory.mktemp("course")
     start = time.time()
-    # a fixed grading secret, so that the hidden inputs (drawn from it) are the same on every run
-    (root / ".grading_secret").write_text("5eed" * 16 + "\n")
     api = build_course(root, paths)
     graded = {}
     for p in paths:
@@ -284,6 +308,9 @@ def course(tmp_path_factory):
         released = nbformat.read(root / "release" / aid / p.name, as_version=4)
         source = nbformat.read(p, as_version=4)
         students = {"stub": released, "solution": submission(released, source)}
+        earlier = earlier_release(students["solution"])
+        if earlier is not None:
+            students["earlier"] = earlier
         if p.name[:2] in SHORTCUTS:
             students["shortcut"] = submission(released, source, SHORTCUTS[p.name[:2]])
         scan = {}
@@ -376,6 +403,24 @@ def test_solutions_score_full_marks_and_hidden_tests_ran(course):
             assert not any(o.output_type == "error" for o in cell.outputs), cell.source[:200]
 
 
+def test_honest_work_on_an_earlier_release_keeps_full_marks(course):
+    """The model answers in a notebook whose set-up cells an earlier release laid out otherwise (``earlier_release``):
+    autograde gives them the source's text back (``restore_setup_cells``), so they run as the course's own, and no
+    point is lost (issue 48, item 8: 02's own set-up code was charged to the student as a forbidden GRU.forward)."""
+    root, paths = course
+    tried = 0
+    for p in paths:
+        if not (root / "submitted" / "earlier" / p.stem).is_dir():
+            continue
+        got = scores(root, p.stem, p.stem, "earlier", review=True)
+        solution = scores(root, p.stem, p.stem, "solution", review=True)
+        auto = {k: v for k, v in got.items() if v[2] == "code"}
+        assert auto and all(score == top for score, top, _, _ in auto.values()), (p.name, auto)
+        assert got == solution, (p.name, got, solution)   # marked for a person exactly where the model answers are
+        tried += 1
+    assert tried or not any(earlier_release(nbformat.read(p, as_version=4)) for p in paths), "no earlier release graded"
+
+
 def test_rules_only_the_watch_checks_are_shown_to_the_instructor(course):
     """An exercise whose "write it yourself" rule removal cannot settle (courseware.grading.registry.review): its
     check cells keep their points, are marked "needs manual grade", and say which answer cell to read; no
@@ -444,7 +489,7 @@ def test_every_adversarial_submission_scores_zero_on_what_it_attacks(course):
                 assert auto[cid][0] == 0, f"{p.name} {attack.name}: scores {auto[cid][0]}/{auto[cid][1]} on {cid}"
             for cid in attack.honest:
                 assert auto[cid][0] == auto[cid][1], f"{p.name} {attack.name}: the honest part {cid} lost its points"
-            if attack.kind >= 14:   # the allowlist, read outside the kernel: every check cell waits for a person
+            if attack.scan and attack.kind >= 14:   # the allowlist, read outside the kernel: every check cell waits for a person
                 marked = scores(root, p.stem, p.stem, student, review=True)
                 assert all(v[3] for v in marked.values() if v[2] == "code"), (p.name, attack.name, marked)
             nb = autograded(root, p.stem, student, p.name)

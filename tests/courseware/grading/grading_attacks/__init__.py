@@ -39,7 +39,14 @@ and those written from the trust boundary's design (``design.py``; issue 48), st
 outside the kernel (``courseware.grading.hidden.allowlist``):
 
 14. the check cells' own code (the visible check's reference) returned as the answer;
-15. the grader reached through an allowed module (``torch.sys.modules``) and names built at run time.
+15. the grader reached through an allowed module (``torch.sys.modules``) and names built at run time;
+
+and those written from the kernel that holds nothing (``design.py``; issue 48, item 1), graded with the screen off:
+
+16. the hidden check's judge, found among the kernel's names, asked what it expects (a record that keeps every
+    value the judge compares it with);
+17. the same judge rebuilt from text the kernel can read: its history ``In``, the sandbox's files (the hidden inputs
+    handed in, the records, the course's copies), its ``/proc`` entries.
 
 Generic attacks (1, 2) work on any notebook; the others are per notebook, in ``nbNN.py`` and
 ``outside.py`` here.

@@ -183,8 +183,8 @@ RIGHT = [
     outs, lses, moved = [], [], 0
     for Q_b in q.split(b_q):
         n = Q_b.shape[0]
-        state = (torch.full((n, 1), -math.inf, dtype=q.dtype), torch.zeros(n, 1, dtype=q.dtype),
-                 torch.zeros(n, d_v, dtype=q.dtype))
+        like = dict(dtype=q.dtype, device=q.device)   # the inputs' dtype and device (the prompt)
+        state = (torch.full((n, 1), -math.inf, **like), torch.zeros(n, 1, **like), torch.zeros(n, d_v, **like))
         moved += n * d_k
         for K_c, V_c in zip(k.split(b_k), v.split(b_k)):
             moved += K_c.shape[0] * (d_k + d_v)
