@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -28,12 +29,12 @@ from torch.utils.data import DataLoader, Sampler
 from . import checks
 from .data import load_multi30k_pairs
 from .metrics import BLEUScore, bleu, tokenized_bleu
-from .text import PairBatch, PairDataset, Vocab, collate_pairs, detokenize, tokenize
+from .text import END_OF_WORD, PairBatch, PairDataset, Vocab, bpe_segment, collate_pairs, detokenize, learn_bpe, tokenize
 
 __all__ = [
     "TranslationData", "prepare_translation", "LengthBucketSampler", "make_loader",
     "DecodeFn", "translate", "postprocess", "BLEUResult", "evaluate_bleu", "bleu_by_length",
-    "DEFAULT_LENGTH_EDGES", "RUNS_DIR", "load_run_results", "load_fast_runs",
+    "DEFAULT_LENGTH_EDGES", "RUNS_DIR", "load_run_results", "load_fast_runs", "join_pieces",
 ]
 
 SPLITS = ("train", "val", "test")
@@ -58,6 +59,7 @@ class TranslationData:
     pairs: dict[str, list[tuple[str, str]]]
     tokens: dict[str, list[tuple[list[str], list[str]]]]
     config: dict = field(default_factory=dict)
+    merges: tuple[list[tuple[str, str]], list[tuple[str, str]]] | None = None   # (source, target) BPE merges
 
     @property
     def train(self) -> PairDataset:
@@ -98,6 +100,7 @@ def prepare_translation(
     max_eval_len: int | None = None,
     seed: int = 0,
     vocabs: tuple[Vocab, Vocab] | None = None,
+    subwords: int | None = None,
 ) -> TranslationData:
     """Load Multi30k in one direction and turn it into id sequences.
 
@@ -111,11 +114,21 @@ def prepare_translation(
     than ``min_freq`` times there become ``<unk>``. ``vocabs=(src_vocab, tgt_vocab)``
     uses given ones instead (a pretrained model's, :mod:`utils.pretrained`). Both sides are encoded as
     ``<bos> w1 ... wn <eos>``.
+
+    ``subwords=n``: learn ``n`` byte-pair merges on each side's training words (notebook 01's
+    :func:`~utils.text.learn_bpe`) and encode every word as its pieces (``<bos> p1 ... pm <eos>``, a
+    word's last piece ending in ``</w>``); the vocabularies hold pieces, so rare words are spelled
+    rather than ``<unk>``. ``tokens`` and ``pairs`` stay words; :func:`translate` joins the pieces a
+    model writes back into words, so BLEU is scored on words either way.
     """
     for name, value in (("max_train_len", max_train_len), ("train_subset", train_subset), ("max_eval_len", max_eval_len)):
         if value is not None and checks.integer(value, name) < 1:
             raise ValueError(f"{name} must be a positive int or None, got {value}")
     checks.integer(min_freq, "min_freq", minimum=1)
+    if subwords is not None:
+        checks.integer(subwords, "subwords", minimum=1, what="byte-pair merges learned on each side")
+        if vocabs is not None:
+            raise ValueError("subwords and vocabs cannot be combined: given vocabularies come with their own units")
     if vocabs is not None and not (isinstance(vocabs, (tuple, list)) and len(vocabs) == 2
                                    and all(isinstance(v, Vocab) for v in vocabs)):
         raise TypeError(f"vocabs must be a pair (src_vocab, tgt_vocab) of Vocab, e.g. (shipped.src_vocab, "
@@ -133,22 +146,67 @@ def prepare_translation(
         if split == "train" and not keep:
             raise ValueError(f"max_train_len={max_train_len} keeps no training pair (every sentence has more tokens); "
                              f"use a larger value (most sentences have 8 to 20 tokens) or None")
+    units, merges = tokens, None
+    if subwords is not None:
+        merges = tuple(learn_bpe(Counter(w for pair in tokens["train"] for w in pair[side]), subwords)
+                       for side in (0, 1))
+        pieces = [_pieces_of(m) for m in merges]
+        units = {split: [(pieces[0](s), pieces[1](t)) for s, t in tokens[split]] for split in SPLITS}
     if vocabs is not None:
         src_vocab, tgt_vocab = vocabs
         _vocab_sides(tokens["train"], src_vocab, tgt_vocab)
     else:
-        src_vocab = Vocab.build((s for s, _ in tokens["train"]), min_freq=min_freq)
-        tgt_vocab = Vocab.build((t for _, t in tokens["train"]), min_freq=min_freq)
+        src_vocab = Vocab.build((s for s, _ in units["train"]), min_freq=min_freq)
+        tgt_vocab = Vocab.build((t for _, t in units["train"]), min_freq=min_freq)
     datasets = {
         split: PairDataset(
-            [src_vocab.encode(s, add_bos=True, add_eos=True) for s, _ in tokens[split]],
-            [tgt_vocab.encode(t, add_bos=True, add_eos=True) for _, t in tokens[split]],
+            [src_vocab.encode(s, add_bos=True, add_eos=True) for s, _ in units[split]],
+            [tgt_vocab.encode(t, add_bos=True, add_eos=True) for _, t in units[split]],
         )
         for split in SPLITS
     }
     config = dict(src=src, tgt=tgt, min_freq=min_freq, max_train_len=max_train_len,
-                  train_subset=train_subset, max_eval_len=max_eval_len, seed=seed)
-    return TranslationData(src, tgt, src_vocab, tgt_vocab, datasets, pairs, tokens, config)
+                  train_subset=train_subset, max_eval_len=max_eval_len, seed=seed, subwords=subwords)
+    return TranslationData(src, tgt, src_vocab, tgt_vocab, datasets, pairs, tokens, config, merges)
+
+
+def _pieces_of(merges: list[tuple[str, str]]) -> Callable[[list[str]], list[str]]:
+    """A sentence's words -> their BPE pieces, each word segmented once and remembered."""
+    ranks = {pair: r for r, pair in enumerate(merges)}
+    seen: dict[str, list[str]] = {}
+
+    def pieces(words: list[str]) -> list[str]:
+        out = []
+        for w in words:
+            if w not in seen:
+                seen[w] = bpe_segment(w, merges, ranks)
+            out += seen[w]
+        return out
+    return pieces
+
+
+def join_pieces(pieces: Sequence[str]) -> list[str]:
+    """BPE pieces -> words: a word ends at a piece ending in ``</w>``; ``<unk>`` and other whole tokens stand
+    alone, and pieces left open at the end (a model stopped mid-word) make a last word.
+
+    >>> join_pieces(["a</w>", "do", "g</w>", "run", "s"])
+    ['a', 'dog', 'runs']
+    """
+    words, open_word = [], ""
+    for p in pieces:
+        if p.endswith(END_OF_WORD):
+            words.append(open_word + p[: -len(END_OF_WORD)])
+            open_word = ""
+        elif p.startswith("<") and p.endswith(">"):   # <unk>: a whole token of its own
+            if open_word:
+                words.append(open_word)
+            words.append(p)
+            open_word = ""
+        else:
+            open_word += p
+    if open_word:
+        words.append(open_word)
+    return words
 
 
 def _vocab_sides(pairs: Sequence[tuple[list[str], list[str]]], src_vocab: Vocab, tgt_vocab: Vocab) -> None:
@@ -201,16 +259,24 @@ class LengthBucketSampler(Sampler[list[int]]):
         yield from batches
 
 
-def make_loader(dataset: PairDataset, batch_size: int = 64, shuffle: bool = True, seed: int = 0, bucket: bool = True) -> DataLoader:
+def make_loader(dataset: PairDataset, batch_size: int = 64, shuffle: bool = True, seed: int = 0,
+                bucket: bool | str = True) -> DataLoader:
     """A ``DataLoader`` of :class:`~utils.text.PairBatch` es.
 
-    ``bucket=True`` groups sentences of similar length (see :class:`LengthBucketSampler`);
-    ``bucket=False`` keeps the dataset order (or a seeded shuffle of it).
+    ``bucket=True`` groups sentences of similar source length (see :class:`LengthBucketSampler`);
+    ``bucket="pairs"`` sorts by source length and, among equal ones, by target length, so the
+    targets of a batch pad less too; ``bucket=False`` keeps the dataset order (or a seeded shuffle of it).
     """
     if not isinstance(dataset, PairDataset):
         raise TypeError(f"make_loader expects a utils.text.PairDataset, got {type(dataset).__name__}")
     if len(dataset) == 0:
         raise ValueError("make_loader got an empty dataset")
+    if bucket not in (True, False, "pairs"):
+        raise ValueError(f"bucket must be True (by source length), 'pairs' (by both lengths) or False, got {bucket!r}")
+    if bucket == "pairs":
+        lengths = [(len(s), len(t)) for s, t in zip(dataset.src, dataset.tgt)]
+        sampler = LengthBucketSampler(lengths, batch_size, shuffle, seed)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_pairs)
     if bucket:
         sampler = LengthBucketSampler([len(s) for s in dataset.src], batch_size, shuffle, seed)
         return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_pairs)
@@ -265,6 +331,8 @@ def translate(decode_fn: DecodeFn, data: TranslationData, split: str = "test", b
                                  f"{len(data.tgt_vocab)}: the model was trained with other vocabularies; prepare the "
                                  f"data with the model's own, prepare_translation(..., vocabs=(src_vocab, tgt_vocab))")
             out[i] = postprocess(h, data.tgt_vocab)
+            if data.merges is not None:
+                out[i] = join_pieces(out[i])
     return out  # type: ignore[return-value]
 
 

@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from utils.schedule import transformer_adam, warmup_decay  # noqa: E402
+from utils.schedule import transformer_adam, warmup_decay, warmup_scheduler  # noqa: E402
 from utils.training import count_parameters, fit, set_cpu_threads, set_seed  # noqa: E402
 from utils.translation import evaluate_bleu, make_loader, prepare_translation  # noqa: E402
 from utils.rnn import Seq2Seq, seq2seq_loss  # noqa: E402
@@ -100,6 +100,22 @@ ARMS = {
     # seconds nb08_nodrop took with the same seed: notebook 08's Appendix A.8 sets the two side by side
     "rnn_budget_nb08": rnn(max_train_len=None, steps=None, dropout=0.0, cpu_budget_of="nb08_nodrop"),
     "rnn_budget08": rnn(max_train_len=None, steps=None, cpu_budget_of="fast08"),
+    # issue 54's levers, from nb08_nodrop, each measured end to end: batches sorted by both sides of a pair (fewer
+    # pad positions), words seen at least 3 times (a smaller softmax), Adam's fused CPU kernel, an exponential
+    # moving average of the weights for the evaluation, and the steps that fill about 180 CPU seconds
+    "nb08_800": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=800, dropout=0.0),
+    "nb08_pairs": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, bucket="pairs"),
+    "nb08_mf3": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, min_freq=3),
+    "nb08_fused": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, fused=True),
+    "nb08_ema": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, ema=0.99),
+    "nb08_bpe3000": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, subwords=3000),
+    "nb08_bpe2000": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=454, dropout=0.0, subwords=2000),
+    # the candidate: 3,000 BPE merges a side, batches by both lengths, scored along the way (a BLEU/CPU-s curve)
+    "bpe_pairs_1000": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=1000, dropout=0.0, subwords=3000,
+                          bucket="pairs", curve=[200, 400, 600, 800]),
+    # the same recipe for exactly issue 54's budget: 180 CPU seconds of training on one thread, however many steps
+    "bpe_pairs_180s": arm(max_train_len=None, pre_norm=True, factor=0.7, steps=None, dropout=0.0, subwords=3000,
+                          bucket="pairs", cpu_budget_s=180.0),
     # the PyTorch tutorial's Multi30k recipe ("Language Translation with nn.Transformer and torchtext"): its
     # published hyper-parameters, all pairs, words seen once kept, Adam 1e-4 without a schedule, batch 128;
     # trained for the CPU seconds the arm named in cpu_budget_of took (a step count would favour neither)
@@ -126,16 +142,20 @@ def within(loader, seconds: float):
 def run_arm(name: str, c: dict, seed: int = 0, budget: float | None = None) -> dict:
     """Train arm ``name`` with config ``c`` on one thread and score the whole test set."""
     set_cpu_threads(1)
-    data = prepare_translation("de", "en", min_freq=c["min_freq"], max_train_len=c["max_train_len"])
+    data = prepare_translation("de", "en", min_freq=c["min_freq"], max_train_len=c["max_train_len"],
+                               subwords=c.get("subwords"))
     set_seed(seed)
     if c.get("model") == "rnn":
-        return train_and_score(name, c, seed, data, *rnn_model(c, data), budget)
+        return train_and_score(name, c, seed, data, *rnn_model(c, data), budget, curve=c.get("curve"))
     cfg = TransformerConfig(src_vocab=len(data.src_vocab), tgt_vocab=len(data.tgt_vocab), d_model=c["d_model"],
                             num_heads=c["num_heads"], d_ff=c["d_ff"], num_encoder_layers=c["layers"],
                             num_decoder_layers=c["layers"], dropout=c["dropout"], tie_output=True,
                             pre_norm=c["pre_norm"])
     model, loss_fn = Transformer(cfg), partial(translation_loss, label_smoothing=c["label_smoothing"])
-    if c["schedule"] == "noam":     # the paper's rule: d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
+    if c["schedule"] == "noam" and c.get("fused"):   # the same rule, Adam's fused CPU kernel
+        opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        sched = warmup_scheduler(opt, c["d_model"], c["warmup"], c["factor"], ramp=c.get("ramp", True))
+    elif c["schedule"] == "noam":     # the paper's rule: d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
         # ramp=False: the same rule without the warm-up (the peak rate from step 1, then the same decay)
         opt, sched = transformer_adam(model.parameters(), c["d_model"], c["warmup"], c["factor"],
                                       ramp=c.get("ramp", True))
@@ -146,7 +166,30 @@ def run_arm(name: str, c: dict, seed: int = 0, budget: float | None = None) -> d
         opt = torch.optim.Adam(model.parameters(), lr=c["lr"], betas=(0.9, 0.98), eps=1e-9)
         rule = warmup_decay(c["steps"], warmup=True, warmup_fraction=c["warmup_fraction"])
         sched = torch.optim.lr_scheduler.LambdaLR(opt, rule)
-    return train_and_score(name, c, seed, data, model, loss_fn, opt, sched, make_decode_fn(model), budget)
+    if c.get("ema"):
+        ema = torch.optim.swa_utils.AveragedModel(
+            model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(c["ema"]), use_buffers=True)
+        sched = EMAStep(sched, ema, model)
+        return train_and_score(name, c, seed, data, model, loss_fn, opt, sched, make_decode_fn(ema.module), budget,
+                               before_eval=lambda: ema.module.eval(), curve=c.get("curve"))
+    return train_and_score(name, c, seed, data, model, loss_fn, opt, sched, make_decode_fn(model), budget,
+                           curve=c.get("curve"))
+
+
+class EMAStep(torch.optim.lr_scheduler.LRScheduler):
+    """The schedule's step, then the weights' moving average updated (``fit`` calls ``scheduler.step()`` after every
+    optimiser step)."""
+
+    def __init__(self, sched, ema, model):
+        self.sched, self.ema, self.model = sched, ema, model
+        self.optimizer = sched.optimizer
+
+    def step(self, *args):
+        self.sched.step()
+        self.ema.update_parameters(self.model)
+
+    def get_last_lr(self):
+        return self.sched.get_last_lr()
 
 
 def rnn_model(c: dict, data) -> tuple:
@@ -160,8 +203,11 @@ def rnn_model(c: dict, data) -> tuple:
     return model, seq2seq_loss, opt, sched, rnn_decode_fn(model)
 
 
-def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, budget) -> dict:
+def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, budget, before_eval=None,
+                    curve: list[int] | None = None) -> dict:
     loader = make_loader(data.train, c["batch"], shuffle=True, seed=seed, bucket=c["bucket"])
+    if curve:
+        return score_along(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, loader, curve, before_eval)
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     if budget is None:
         epochs = -(-c["steps"] // len(loader))
@@ -174,6 +220,8 @@ def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, 
     else:
         hist = fit(model, loss_fn, within(loader, budget), opt, scheduler=sched, progress=False)
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    if before_eval is not None:
+        before_eval()
     t0 = time.perf_counter()
     result = evaluate_bleu(decode_fn, data, "test")
     return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), train_pairs=len(data.train),
@@ -182,6 +230,32 @@ def train_and_score(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, 
                 val_loss=round(hist.val_loss[-1], 4) if hist.val_loss else None,
                 test_bleu=round(result.tokenized.score, 2), sacrebleu=round(result.sacrebleu.score, 2),
                 eval_wall_s=round(time.perf_counter() - t0, 1), torch=torch.__version__)
+
+
+def score_along(name, c, seed, data, model, loss_fn, opt, sched, decode_fn, loader, curve, before_eval) -> dict:
+    """One run of ``c["steps"]`` steps, the test set scored after each step count in ``curve`` (and the last): the
+    BLEU-against-CPU-seconds curve of one recipe. The batches are the ones a single run sees, in the same order
+    (the loader's epochs one after another); the scoring's time is not counted as training."""
+    def epochs_of(loader):
+        while True:
+            yield from loader
+
+    batches, hist, cpu, wall, points = epochs_of(loader), None, 0.0, 0.0, []
+    for k in sorted({*curve, c["steps"]}):
+        t0, w0 = time.thread_time(), time.perf_counter()
+        hist = fit(model, loss_fn, batches, opt, max_steps=k, scheduler=sched, progress=False, history=hist)
+        cpu, wall = cpu + time.thread_time() - t0, wall + time.perf_counter() - w0
+        if before_eval is not None:
+            before_eval()
+        result = evaluate_bleu(decode_fn, data, "test")
+        points.append(dict(steps=hist.steps, train_cpu_s=round(cpu, 1), test_bleu=round(result.tokenized.score, 2),
+                           sacrebleu=round(result.sacrebleu.score, 2)))
+        print(f"  {name} {hist.steps:5d} steps {cpu:6.1f} CPU s  BLEU {points[-1]['test_bleu']:5.2f}", flush=True)
+    last = points[-1]
+    return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), train_pairs=len(data.train),
+                vocab=[len(data.src_vocab), len(data.tgt_vocab)], steps=hist.steps, train_cpu_s=last["train_cpu_s"],
+                train_wall_s=round(wall, 1), final_loss=round(sum(hist.train_loss[-20:]) / 20, 3),
+                test_bleu=last["test_bleu"], sacrebleu=last["sacrebleu"], curve=points, torch=torch.__version__)
 
 
 def levers(c: dict) -> str:
@@ -198,8 +272,15 @@ def levers(c: dict) -> str:
             "label_smoothing": lambda v: f"smoothing {v}",
             "attention": lambda v: "no attention" if v is None else f"{v} attention",
             "dropout": lambda v: "no dropout" if v == 0 else f"dropout {v}",
-            "warmup": lambda v: f"warm-up {v}", "ramp": lambda v: "" if v else "no warm-up (the peak rate from step 1)", "eval_every": lambda v: f"validation loss every {v} steps",
-            "cpu_budget_of": lambda v: f"for the CPU seconds of {v}"}
+            "warmup": lambda v: f"warm-up {v}", "ramp": lambda v: "" if v else "no warm-up (the peak rate from step 1)",
+            "eval_every": lambda v: f"validation loss every {v} steps",
+            "cpu_budget_of": lambda v: f"for the CPU seconds of {v}",
+            "bucket": lambda v: {"pairs": "batches by both lengths", False: "no length buckets"}.get(v, ""),
+            "fused": lambda v: "fused Adam" if v else "",
+            "ema": lambda v: f"weights averaged (EMA {v})" if v else "",
+            "curve": lambda v: "",
+            "cpu_budget_s": lambda v: f"for {v:.0f} CPU s",
+            "subwords": lambda v: f"{v:,} BPE merges a side" if v else ""}
     words = [said[k](v) for k, v in c.items() if k in said and base.get(k) != v and k != "steps"]
     return ", ".join(w for w in words if w) or today
 
@@ -225,6 +306,43 @@ def markdown(rows: list[dict], shipped: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+# bentrevett/pytorch-seq2seq's GPU-trained models on the same test set, greedy decoding, tokenized BLEU (the same
+# figures as courseware/measure/results_table.py's REFERENCE; a test keeps the two equal)
+BENTREVETT = {"GRU with attention": 28.3, "Transformer": 36.5}
+TARGET = (180.0, 30.0)   # issue 54: 30 test BLEU in 180 CPU seconds of training on one thread
+PLOT = OUT.parent / "bleu_cpu.png"
+
+
+def plot(rows: list[dict], path: Path = PLOT) -> Path:
+    """Test BLEU against training CPU seconds: one dot per Transformer run, a line through each run scored along the
+    way, bentrevett's GPU-trained figures as dashed lines and issue 54's target as a cross."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    runs = [r for r in rows if r["config"].get("model") != "rnn" and r["arm"] != "pytorch_tutorial"]
+    ax.scatter([r["train_cpu_s"] for r in runs], [r["test_bleu"] for r in runs], s=14, color="0.55",
+               label="a Transformer arm (one seed)", zorder=2)
+    for r in rows:
+        if r.get("curve"):
+            xs = [0.0] + [p["train_cpu_s"] for p in r["curve"]]
+            ys = [0.0] + [p["test_bleu"] for p in r["curve"]]
+            ax.plot(xs, ys, marker="o", ms=3, label=f"{r['arm']}, seed {r['seed']}, scored along the way", zorder=3)
+    for (name, score), style in zip(BENTREVETT.items(), ("--", ":")):
+        ax.axhline(score, color="k", ls=style, lw=1, label=f"bentrevett's {name} (GPU-trained): {score}")
+    ax.plot(*TARGET, marker="x", ms=10, mew=2, color="C3", ls="none", label="issue 54's target: 30 BLEU in 180 CPU s")
+    ax.set(xlabel="training, thread CPU seconds (one thread)", ylabel="test BLEU (tokenized, greedy)",
+           xlim=(0, max([260] + [r["train_cpu_s"] + 10 for r in runs])), ylim=(0, 40))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arms", nargs="+", default=["course8"], help="arm names, or all")
@@ -233,7 +351,11 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="skip arms already recorded for this seed")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print RESULTS.md's table from the recorded runs")
+    ap.add_argument("--plot", action="store_true", help=f"draw {PLOT.relative_to(ROOT)} from the recorded runs")
     args = ap.parse_args()
+    if args.plot:
+        print(f"wrote {plot(recorded(args.out)).relative_to(ROOT)}")
+        return
     if args.list:
         for name, c in ARMS.items():
             print(name, {k: v for k, v in c.items() if COURSE8.get(k) != v})
@@ -248,7 +370,7 @@ def main() -> None:
     for name in names:
         if (name, args.seed) in done:
             continue
-        c, budget = ARMS[name], None
+        c, budget = ARMS[name], ARMS[name].get("cpu_budget_s")
         if c.get("cpu_budget_of"):
             same = [r for r in recorded(args.out) if r["arm"] == c["cpu_budget_of"] and r["seed"] == args.seed]
             if not same:

@@ -31,6 +31,8 @@ def test_pad_positions_are_counted_apart():
     padded, useful = bench.translation_useful_flops(model, ragged, translation_loss)
     assert 0 < useful < padded
     assert all(p.grad is None for p in model.parameters())   # counting leaves no gradient behind
+    assert bench.translation_flops(model, ragged, translation_loss) == padded
+    assert all(p.grad is None for p in model.parameters())
 
 
 @pytest.mark.parametrize("name, part", [("aten::mm", "matmul"), ("aten::bmm", "matmul"),
@@ -73,3 +75,15 @@ def test_the_table_shows_every_recipe_and_rate():
     runs = [dict(kernels=k, rates={"square 1024": 9.0}, recipes=[row]) for k in ("AVX2", "DEFAULT")]
     table = bench.markdown(runs)
     assert table.count("| toy |") == 2 and "| square 1024 | 9.0 | 9.0 |" in table and "33.3 %" in table
+
+
+def test_the_levers_table_shows_each_lever_or_its_error():
+    rows = [dict(lever="base", arm="nb08_nodrop", step_cpu_ms=200.0, first_step_cpu_s=0.3, vs_base=1.0),
+            dict(lever="compiled", arm="nb08_nodrop", step_cpu_ms=150.0, first_step_cpu_s=9.5, vs_base=0.75),
+            dict(lever="bf16", arm="nb08_nodrop", error="RuntimeError: no kernel")]
+    table = bench.levers_markdown(rows)
+    assert "| compiled | 150.0 | 0.75 | 9.50 |" in table and "failed: RuntimeError: no kernel" in table
+    assert set(bench.LEVERS) >= {"08 as trained (nb08_nodrop)", "torch.compile", "bf16 autocast"}
+    from scripts.benchmarks.bench_fast_translation import ARMS
+    assert all(arm in ARMS for arm, *_ in bench.LEVERS.values())
+    assert all(arm in ARMS for arm in bench.TRANSLATION_ARMS.values())

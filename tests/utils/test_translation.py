@@ -82,6 +82,48 @@ def test_make_loader_batches_and_bucketing_reduces_padding(data):
         make_loader([([1], [2])], 4)
 
 
+def test_bucketing_by_both_lengths_pads_the_targets_less(data):
+    def pad(loader, side):
+        real = total = 0
+        for b in loader:
+            ids = getattr(b, side)
+            real += int((ids != 0).sum())
+            total += ids.numel()
+        return 1 - real / total
+
+    by_source = make_loader(data.train, 64, shuffle=True, seed=0)
+    by_pairs = make_loader(data.train, 64, shuffle=True, seed=0, bucket="pairs")
+    assert sorted(i for b in by_pairs.batch_sampler for i in b) == list(range(len(data.train)))
+    assert pad(by_pairs, "tgt") < pad(by_source, "tgt")
+    assert pad(by_pairs, "src") + pad(by_pairs, "tgt") < pad(by_source, "src") + pad(by_source, "tgt")
+    with pytest.raises(ValueError, match="bucket must be"):
+        make_loader(data.train, 64, bucket="target")
+
+
+@pytest.fixture(scope="module")
+def pieces():
+    return prepare_translation("de", "en", min_freq=2, max_train_len=8, train_subset=2000, seed=0, subwords=300)
+
+
+def test_subwords_spell_rare_words_and_translate_joins_them(data, pieces):
+    from utils.translation import join_pieces
+
+    assert pieces.tokens == data.tokens and pieces.pairs == data.pairs      # words stay words
+    assert len(pieces.tgt_vocab) < len(data.tgt_vocab)
+    assert len(pieces.merges[0]) == len(pieces.merges[1]) == 300
+    unk = pieces.tgt_vocab.stoi["<unk>"]
+    test_unk = sum(i == unk for t in pieces.test.tgt for i in t)
+    word_unk = sum(i == data.tgt_vocab.stoi["<unk>"] for t in data.test.tgt for i in t)
+    assert test_unk < word_unk / 10                                        # rare words are spelled, not <unk>
+    hyps = translate(oracle, pieces, "test")                               # the reference's pieces, joined
+    refs = [t for _, t in pieces.tokens["test"]]
+    assert sum(h == r for h, r in zip(hyps, refs)) >= 0.95 * len(refs)
+    assert evaluate_bleu(oracle, pieces).tokenized.score > evaluate_bleu(oracle, data).tokenized.score
+    assert join_pieces(["a</w>", "<unk>", "do", "g</w>", "ru"]) == ["a", "<unk>", "dog", "ru"]
+    with pytest.raises(ValueError, match="subwords and vocabs"):
+        prepare_translation(max_train_len=8, train_subset=50, subwords=10, vocabs=(data.src_vocab, data.tgt_vocab))
+
+
 def test_translate_keeps_dataset_order_and_strips_specials(data):
     hyps = translate(oracle, data, "test", batch_size=100)
     assert len(hyps) == 1000
