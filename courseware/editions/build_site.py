@@ -592,13 +592,16 @@ def download_edition(path: Path, repo: str | None = None):
 # A mention of the placeholder address in the text (the student edition's "in the course's repository (<URL>)",
 # "..., <URL>;"), the words around it kept.
 PLACEHOLDER_MENTION = re.compile(r" \(<?%s/?>?\)|, <?%s/?>?" % ((re.escape(PLACEHOLDER_REPO),) * 2))
+PLACEHOLDER_LINK = re.compile(r"\[([^\]]+)\]\(%s[^)\s]*\)" % re.escape(PLACEHOLDER_REPO))   # [text](<address>/...)
 
 
 def unname_repository(text: str) -> str:
     """The text without its mentions of the placeholder address, for an edition built with no repository named:
     "in the course's repository (<URL>)" says "in the course's repository". A mention in any other form fails
-    the build (a dead link is not shipped)."""
+    the build (a dead link is not shipped). A Markdown link into it, "[NOTATION.md](<URL>/blob/main/NOTATION.md) in
+    the course's repository", keeps its text: "NOTATION.md in the course's repository"."""
     text = PLACEHOLDER_MENTION.sub("", text)
+    text = PLACEHOLDER_LINK.sub(r"\1", text)
     if PLACEHOLDER_REPO in text:
         at = text.index(PLACEHOLDER_REPO)
         raise ValueError(f"a mention of {PLACEHOLDER_REPO} that unname_repository does not know: "

@@ -30,6 +30,8 @@ NB03 = ROOT / "notebooks" / "03_additive_attention.ipynb"   # the placeholder in
      "in the scripts folder of the course's repository; its results"),
     (f"(in the scripts folder of the course's repository, <{PLACEHOLDER}>) trains",
      "(in the scripts folder of the course's repository) trains"),
+    (f"the notation table, [NOTATION.md]({PLACEHOLDER}/blob/main/NOTATION.md) in the course's repository --",
+     "the notation table, NOTATION.md in the course's repository --"),
 ])
 def test_unname_repository_drops_the_address_and_keeps_the_sentence(text, expected):
     assert build_site.unname_repository(text) == expected
