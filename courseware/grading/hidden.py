@@ -86,6 +86,21 @@ CANARY_PYTHON = "courseware/grading/hidden.py:_canary"
 # ---------------------------------------------------------------------------------------------
 # The record format: tensors in safetensors, everything else in a JSON skeleton.
 
+_NOT_SCALAR = object()
+
+
+def _scalar(o):
+    """bool, None and str as themselves; int and float as exact strings (JSON loses big ints, nan and inf);
+    anything else ``_NOT_SCALAR``."""
+    if isinstance(o, bool) or o is None or isinstance(o, str):
+        return o
+    if isinstance(o, int):
+        return {"__int__": str(o)}
+    if isinstance(o, float):
+        return {"__float__": repr(o)}
+    return _NOT_SCALAR
+
+
 def pack(obj: Any) -> tuple[dict[str, torch.Tensor], Any]:
     """Split ``obj`` (dicts with str keys, lists, tuples, tensors, numbers, bools, str, None) into
     named tensors and a JSON-serialisable skeleton that points at them."""
@@ -101,12 +116,8 @@ def pack(obj: Any) -> tuple[dict[str, torch.Tensor], Any]:
                 t = t.as_subclass(torch.Tensor)
             tensors[name] = t.contiguous().clone()
             return {"__tensor__": name}
-        if isinstance(o, bool) or o is None or isinstance(o, str):
-            return o
-        if isinstance(o, int):
-            return {"__int__": str(o)}
-        if isinstance(o, float):
-            return {"__float__": repr(o)}
+        if (scalar := _scalar(o)) is not _NOT_SCALAR:
+            return scalar
         if isinstance(o, dict):
             if not all(isinstance(k, str) for k in o):
                 raise TypeError(f"{path}: dict keys in a record must be str")
@@ -229,12 +240,8 @@ def pack_inputs(obj: Any) -> bytes:
             return {"__strided__": name, "size": list(t.shape), "stride": list(t.stride()),
                     "offset": t.storage_offset(), "grad": bool(o.requires_grad),
                     "parameter": isinstance(o, torch.nn.Parameter)}
-        if isinstance(o, bool) or o is None or isinstance(o, str):
-            return o
-        if isinstance(o, int):
-            return {"__int__": str(o)}
-        if isinstance(o, float):
-            return {"__float__": repr(o)}
+        if (scalar := _scalar(o)) is not _NOT_SCALAR:
+            return scalar
         if isinstance(o, torch.dtype):
             return {"__dtype__": str(o).removeprefix("torch.")}
         if isinstance(o, torch.Size):
