@@ -159,14 +159,17 @@ def _choice(name: str, value, allowed):
 def rnn_encoder_decoder(
     src: Sequence[str] = ("<bos>", "männer", "spielen", "baseball", ".", "<eos>"),
     tgt: Sequence[str] = ("men", "play", "baseball", "."),
+    bidirectional: bool = True,
 ) -> Figure:
     """The encoder-decoder of notebook 02 on one sentence pair.
 
-    The encoder reads the source tokens x_i into states h_i = f(x_i, h_{i-1}); its last state is
-    the context c = h_S, S the source length (for the course's bidirectional encoder, the forward state after the last
-    token joined with the backward state after the first). The decoder starts from
+    The encoder reads the source tokens x_i into states h_i = f_enc(x_i, h_{i-1}). With ``bidirectional``
+    (the course's model, ``utils.rnn.Encoder``) each h_i is a forward state (after x_1..x_i) stacked on a
+    backward state (after x_S..x_i), drawn as the two halves of one column, and the context joins the
+    forward state after the last token with the backward state after the first: c = [h→_S; h←_1].
+    Without it, one direction and c = h_S, S the source length. The decoder starts from
     s_0 = tanh(W_init c), receives the same c at every step, and is fed its previous output
-    y_{t-1} (``<bos>`` first): s_t = g(y_{t-1}, s_{t-1}, c). Everything the decoder knows about the
+    y_{t-1} (``<bos>`` first): s_t = f_dec(y_{t-1}, s_{t-1}, c). Everything the decoder knows about the
     source passes through c, one vector of fixed size: the bottleneck, drawn in vermilion.
 
     ``src`` (2-7 tokens, framed with ``<bos>``/``<eos>`` as ``utils.translation`` does) and ``tgt``
@@ -174,6 +177,8 @@ def rnn_encoder_decoder(
     """
     src = _tokens("src", src, 2, 7)
     tgt = _tokens("tgt", tgt, 1, 5)
+    if not isinstance(bidirectional, bool):
+        raise ValueError(f"bidirectional must be True or False, got {bidirectional!r}")
     fig, ax = _canvas(11.0, 4.3)
     y_tok, y_cell, y_out, y_bus = 0.45, 1.85, 3.25, 1.15
     cw, ch = 0.55, 0.6
@@ -184,25 +189,44 @@ def rnn_encoder_decoder(
     dec_x = [cx_c + 1.0 + pitch_d * j for j in range(len(tgt) + 1)]
 
     # encoder
-    for i, (x, tok) in enumerate(zip(enc_x, src)):
-        _text(ax, x, y_tok, tok, fs=12)
-        _arrow(ax, (x, y_tok + 0.18), (x, y_cell - ch / 2))
-        _box(ax, x, y_cell, cw, ch, f"$h_{{{i + 1}}}$", role="state")
-        if i:
-            _arrow(ax, (enc_x[i - 1] + cw / 2, y_cell), (x - cw / 2, y_cell), color=COLORS["state"][1], lw=2)
-    _text(ax, (enc_x[0] + enc_x[-1]) / 2, 3.85, r"encoder (GRU)   $h_i = f(x_i, h_{i-1})$", fs=FONT)
-
-    # the context: the bottleneck
+    state, bus = COLORS["state"][1], COLORS["attention"][1]
     c = _box(ax, cx_c, y_cell, 0.7, 0.95, "$c$", role="attention", fs=16, lw=3.2)
-    _arrow(ax, (enc_x[-1] + cw / 2, y_cell), c.left, color=COLORS["attention"][1], lw=2.2)
-    _text(ax, cx_c, 3.0, "bottleneck", fs=12, color=COLORS["attention"][1], weight="bold")
-    _text(ax, cx_c, 2.62, "$c = h_S$", fs=12)
+    if not bidirectional:
+        for i, (x, tok) in enumerate(zip(enc_x, src)):
+            _text(ax, x, y_tok, tok, fs=12)
+            _arrow(ax, (x, y_tok + 0.18), (x, y_cell - ch / 2))
+            _box(ax, x, y_cell, cw, ch, f"$h_{{{i + 1}}}$", role="state")
+            if i:
+                _arrow(ax, (enc_x[i - 1] + cw / 2, y_cell), (x - cw / 2, y_cell), color=state, lw=2)
+        _text(ax, (enc_x[0] + enc_x[-1]) / 2, 3.85, r"encoder (GRU)   $h_i = f_\mathrm{enc}(x_i, h_{i-1})$", fs=FONT)
+        _arrow(ax, (enc_x[-1] + cw / 2, y_cell), c.left, color=bus, lw=2.2)
+        _text(ax, cx_c, 3.0, "bottleneck", fs=12, color=bus, weight="bold")
+        _text(ax, cx_c, 2.62, "$c = h_S$", fs=12)
+    else:
+        # each column is h_i: the forward state (lower half) stacked on the backward state (upper half)
+        hh = 0.47
+        y_fw, y_bw = y_cell - hh / 2, y_cell + hh / 2
+        for i, (x, tok) in enumerate(zip(enc_x, src)):
+            _text(ax, x, y_tok, tok, fs=12)
+            _arrow(ax, (x, y_tok + 0.18), (x, y_fw - hh / 2))
+            _box(ax, x, y_fw, cw, hh, rf"$\overrightarrow{{h}}_{{{i + 1}}}$", role="state", fs=SMALL + 1)
+            _box(ax, x, y_bw, cw, hh, rf"$\overleftarrow{{h}}_{{{i + 1}}}$", role="state", fs=SMALL + 1)
+            if i:  # forward: left to right; backward: right to left
+                _arrow(ax, (enc_x[i - 1] + cw / 2, y_fw), (x - cw / 2, y_fw), color=state, lw=2)
+                _arrow(ax, (x - cw / 2, y_bw), (enc_x[i - 1] + cw / 2, y_bw), color=state, lw=2)
+        _text(ax, (enc_x[0] + enc_x[-1]) / 2, 3.85,
+              r"encoder (bidirectional GRU)   $h_i = [\overrightarrow{h}_i; \overleftarrow{h}_i]$", fs=FONT)
+        # c joins the forward state after the last token and the backward state after the first
+        _arrow(ax, (enc_x[-1] + cw / 2, y_fw), (c.left[0], y_fw), color=bus, lw=2.2)
+        y_over = y_bw + hh / 2 + 0.3
+        _path(ax, [(enc_x[0], y_bw + hh / 2), (enc_x[0], y_over), (cx_c, y_over), c.top], color=bus, lw=2.2)
+        _text(ax, cx_c, 3.45, "bottleneck", fs=12, color=bus, weight="bold")
+        _text(ax, cx_c, 3.05, r"$c = [\overrightarrow{h}_S; \overleftarrow{h}_1]$", fs=12)
 
     # decoder
     inputs, outputs = ["<bos>"] + tgt, tgt + ["<eos>"]
     _arrow(ax, c.right, (dec_x[0] - cw / 2, y_cell), color=COLORS["state"][1], lw=2)
     _text(ax, (c.right[0] + dec_x[0] - cw / 2) / 2, y_cell + 0.22, "$s_0$", fs=SMALL)
-    bus = COLORS["attention"][1]
     _path(ax, [c.bottom, (cx_c, y_bus), (dec_x[-1] - 0.12, y_bus)], color=bus, lw=1.8, arrow=False)
     _text(ax, cx_c, 0.85, "same $c$", fs=SMALL, color=bus)
     _text(ax, cx_c, 0.55, "every step", fs=SMALL, color=bus)
@@ -217,7 +241,7 @@ def rnn_encoder_decoder(
             _arrow(ax, (dec_x[j - 1] + cw / 2, y_cell), (x - cw / 2, y_cell), color=COLORS["state"][1], lw=2)
         if j < len(tgt):  # the output of step t is the input of step t + 1
             _arrow(ax, (x + 0.1, y_out - 0.2), (dec_x[j + 1] - 0.1, y_tok + 0.2), color="#777777", lw=1.3, ls="--")
-    _text(ax, (dec_x[0] + dec_x[-1]) / 2, 3.85, r"decoder (GRU)   $s_t = g(y_{t-1}, s_{t-1}, c)$", fs=FONT)
+    _text(ax, (dec_x[0] + dec_x[-1]) / 2, 3.85, r"decoder (GRU)   $s_t = f_\mathrm{dec}(y_{t-1}, s_{t-1}, c)$", fs=FONT)
     return fig
 
 
@@ -236,7 +260,7 @@ def additive_attention_step(
     The previous decoder state s_{t-1} is scored against every encoder state h_i with the additive
     score e_{t,i} = v · tanh(s_{t-1} W_s + h_i W_h) (``utils.rnn.AdditiveScore``, in NOTATION.md's row form); a softmax over the
     real source positions gives the weights a_{t,i}; the context is c_t = Σ_i a_{t,i} h_i; the GRU
-    then computes s_t = g(y_{t-1}, s_{t-1}, c_t), from which the next word y_t is predicted.
+    then computes s_t = f_dec(y_{t-1}, s_{t-1}, c_t), from which the next word y_t is predicted.
 
     ``weights`` (one per source token, non-negative, summing to 1) are drawn as bars; the default
     is an illustration of a trained model putting most of its weight on *spielen* while writing
@@ -292,7 +316,7 @@ def additive_attention_step(
     _arrow(ax, (x_hi, y_a), ctx.left, color=att, lw=2.0)
     _arrow(ax, (x_hi, y_h), ctx.at(-0.95, -0.28), color=state, lw=1.6)
     _text(ax, 8.5, 2.15, "$h_i$", fs=12, color=state)
-    _box(ax, gru.cx, gru.cy, gru.w, gru.h, r"$s_t = g(y_{t-1}, s_{t-1}, c_t)$", role="state", lw=2.2)
+    _box(ax, gru.cx, gru.cy, gru.w, gru.h, r"$s_t = f_\mathrm{dec}(y_{t-1}, s_{t-1}, c_t)$", role="state", lw=2.2)
     _arrow(ax, (9.95, y_a - 0.28), (9.95, y_bus + 0.31), color=att, lw=2.0)
     _text(ax, 8.95, y_tok, f"$y_{{t-1}}$ = {y_prev}", fs=12)
     _arrow(ax, (8.95, y_tok + 0.17), (8.95, y_bus - 0.31))

@@ -2,11 +2,11 @@
 
 Equations (numbering of the course's source, seed 000):
 
-- encoder     h_i = f(x_i, h_{i-1})                       (2.1)
-- decoder     s_t = g(y_{t-1}, s_{t-1}, c),   c = h_S      (2.2)   no attention (S: source length)
+- encoder     h_i = f_enc(x_i, h_{i-1})                   (2.1)
+- decoder     s_t = f_dec(y_{t-1}, s_{t-1}, c),   c = h_S  (2.2)   no attention (S: source length)
 - attention   e_{t,i} = score(s_{t-1}, h_i),  a_t = softmax(e_t)        (2.3)
               c_t = sum_i a_{t,i} h_i                                   (2.4)
-              s_t = g(y_{t-1}, s_{t-1}, c_t)                            (2.5)
+              s_t = f_dec(y_{t-1}, s_{t-1}, c_t)                        (2.5)
 
 Padding never leaks: the encoder runs on packed sequences (a pad is never fed to
 the RNN, and the context c is the state after each sentence's real last token),
@@ -243,7 +243,7 @@ def attend(score: Score, query: Float["B Dq"], keys: Float["B S Dk"], mask: Bool
 # --------------------------------------------------------------------------- #
 
 class Decoder(nn.Module):
-    """s_t = g([emb(y_{t-1}); c_t], s_{t-1}); logits = Linear([s_t; c_t; emb(y_{t-1})]).
+    """s_t = f_dec([emb(y_{t-1}); c_t], s_{t-1}); logits = Linear([s_t; c_t; emb(y_{t-1})]).
 
     Without a score (``score=None``) c_t = c, the encoder's context, for every t
     (the plain encoder-decoder). With one, c_t is recomputed from s_{t-1} at every step (Bahdanau et al., 2015, eqs. 4-6).

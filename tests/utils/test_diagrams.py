@@ -19,6 +19,7 @@ from utils import diagrams  # noqa: E402
 VARIANTS = [
     ("rnn_encoder_decoder", {}),
     ("rnn_encoder_decoder", {"src": ["<bos>", "ein", "hund", "<eos>"], "tgt": ["a", "dog"]}),
+    ("rnn_encoder_decoder", {"bidirectional": False}),
     ("additive_attention_step", {}),
     ("additive_attention_step", {"src": ["<bos>", "hallo", "<eos>"], "weights": [0.2, 0.7, 0.1]}),
     ("scaled_dot_product_pipeline", {}),
@@ -144,16 +145,25 @@ def labels(fig: Figure) -> str:
 
 
 def test_rnn_encoder_decoder_labels():
+    common = ("$c$", "bottleneck", "$s_0$", "$s_{1}$", "$s_{5}$", "männer", "baseball", "<eos>",
+              r"s_t = f_\mathrm{dec}(y_{t-1}, s_{t-1}, c)")
+    # the course's encoder (the default): both directions, and c joins the two ends
     text = labels(diagrams.rnn_encoder_decoder())
-    for key in ("$c$", "bottleneck", "$c = h_S$", "$h_{1}$", "$h_{6}$", "$s_0$", "$s_{1}$", "$s_{5}$", "männer", "baseball",
-                "<eos>", "s_t = g(y_{t-1}, s_{t-1}, c)", "h_i = f(x_i, h_{i-1})"):
+    for key in common + (r"$c = [\overrightarrow{h}_S; \overleftarrow{h}_1]$", r"$\overrightarrow{h}_{1}$",
+                         r"$\overleftarrow{h}_{1}$", r"$\overrightarrow{h}_{6}$", r"$\overleftarrow{h}_{6}$",
+                         "bidirectional GRU"):
         assert key in text, key
+    assert "$c = h_S$" not in text and "$h_{1}$" not in text
+    text = labels(diagrams.rnn_encoder_decoder(bidirectional=False))
+    for key in common + ("$c = h_S$", "$h_{1}$", "$h_{6}$", r"h_i = f_\mathrm{enc}(x_i, h_{i-1})"):
+        assert key in text, key
+    assert "overleftarrow" not in text
 
 
 def test_additive_attention_step_labels():
     text = labels(diagrams.additive_attention_step())
     for key in ("$s_{t-1}$", r"v \cdot \tanh(s_{t-1} W_s + h_i W_h)", "softmax", "$e_{t,1}$", "$h_{6}$", "c_t =",
-                "weights $a_{t,i}$", "s_t = g(y_{t-1}, s_{t-1}, c_t)", "= men", "= play"):
+                "weights $a_{t,i}$", r"s_t = f_\mathrm{dec}(y_{t-1}, s_{t-1}, c_t)", "= men", "= play"):
         assert key in text, key
 
 
@@ -201,6 +211,7 @@ def test_kv_cache_labels():
     (lambda: diagrams.rnn_encoder_decoder(src="ein hund"), "list or tuple"),
     (lambda: diagrams.rnn_encoder_decoder(tgt=[]), "1 to 5"),
     (lambda: diagrams.rnn_encoder_decoder(src=["<bos>", "donaudampfschiff"]), "at most 9 characters"),
+    (lambda: diagrams.rnn_encoder_decoder(bidirectional="yes"), "True or False"),
     (lambda: diagrams.additive_attention_step(weights=[0.5, 0.5]), "6 non-negative numbers"),
     (lambda: diagrams.additive_attention_step(weights=[0.5] * 6), "summing to 1"),
     (lambda: diagrams.additive_attention_step(weights="abc"), "sequence of numbers"),
