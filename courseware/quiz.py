@@ -112,6 +112,30 @@ def quiz_script(qs: list[dict], div_id: str) -> str:
     return TYPESET_JS + script + LABEL_JS % div_id
 
 
+def _plain(html: str) -> str:
+    """A question's or an option's HTML as plain text: d<sub>k</sub> as d_k, e<sup>x</sup> as e^x, no tags."""
+    import html as html_lib
+
+    text = re.sub(r"<sub>(.*?)</sub>", lambda m: "_" + (m[1] if len(m[1]) == 1 else "{" + m[1] + "}"), html)
+    text = re.sub(r"<sup>(.*?)</sup>", lambda m: "^" + (m[1] if len(m[1]) == 1 else "(" + m[1] + ")"), text)
+    text = re.sub(r"</?code>", "`", text)
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def plain_text(qs: list[dict]) -> str:
+    """The questions and their options, without the answers: what a page that runs no script shows of a quiz
+    (GitHub, nbviewer, a downloaded notebook not yet trusted), so that a reader there can still try them."""
+    lines = ["Check yourself (run this cell, or read it on the course's website, to click an answer and read why it "
+             "is right or wrong):"]
+    for i, q in enumerate(qs, 1):
+        lines.append(f"{i}. {_plain(q['question'])}")
+        if q["type"] == "multiple_choice":
+            lines += [f"   {chr(ord('a') + j)}) {_plain(a['answer'])}" for j, a in enumerate(q["answers"])]
+        else:
+            lines.append("   (answer with a number)")
+    return "\n".join(lines)
+
+
 def check_yourself(notebook: str, part: int) -> None:
     """Show one part of a notebook's quiz: click an answer, read why it is right or wrong."""
     import secrets
@@ -125,6 +149,5 @@ def check_yourself(notebook: str, part: int) -> None:
     div = render_div(div_id, False, False, False, 1_000_000, 760, 10, "left")   # no shuffling: one order everywhere
     display(HTML(div + build_styles(div_id, COLOURS) + STYLE))
     # where the script does not run (a downloaded notebook not yet trusted), the line a reader sees instead
-    display({"application/javascript": quiz_script(questions(notebook, part), div_id),
-             "text/plain": "Check yourself: run this cell to show the quiz (or read it on the course's website)"},
-            raw=True)
+    qs = questions(notebook, part)
+    display({"application/javascript": quiz_script(qs, div_id), "text/plain": plain_text(qs)}, raw=True)

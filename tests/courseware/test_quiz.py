@@ -137,6 +137,27 @@ def test_the_quiz_output_needs_nothing_from_outside(capsys):
     assert "MathJax.typeset([" not in js and "courseTypeset(" in js and "aria-label" in js   # courseware.quiz.quiz_script
 
 
+@pytest.mark.parametrize("number", IDS)
+def test_a_page_without_scripts_shows_the_questions_but_not_the_answers(number):
+    """GitHub, nbviewer and a notebook not yet trusted show the quiz cell's text/plain: every question and every
+    option, in the widget's order, as plain text; no feedback and no mark of the right answer (lessons r3, X-2)."""
+    for part, p in enumerate(quiz.parts(number), 1):
+        text = quiz.plain_text(p["questions"])
+        assert not re.search(r"</?(i|b|code|sub|sup)>|&[a-z]+;", text), text
+        at = 0
+        for q in p["questions"]:
+            at = text.index(quiz._plain(q["question"]), at)
+            for a in q["answers"]:
+                if q["type"] == "multiple_choice":
+                    at = text.index(quiz._plain(a["answer"]), at)
+                feedback = quiz._plain(a.get("feedback", ""))
+                assert len(feedback) < 25 or feedback not in text, f"{number}.{part}: feedback shown: {feedback}"
+        # nothing else: a heading, then per question its line and one line per option (or one for a number)
+        want = 1 + sum(1 + (len(q["answers"]) if q["type"] == "multiple_choice" else 1) for q in p["questions"])
+        assert len(text.splitlines()) == want, text
+    assert quiz._plain("d<sub>k</sub>, e<sup>1−r/c</sup>, <code>&lt;eos&gt;</code>") == "d_k, e^(1−r/c), `<eos>`"
+
+
 def test_a_part_that_names_no_section_is_refused(tmp_path, monkeypatch):
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -153,7 +174,7 @@ def test_a_part_that_names_no_section_is_refused(tmp_path, monkeypatch):
 
 
 def _without_ids(outputs) -> list:
-    text = "\n".join(v for o in outputs for k, v in sorted(o.get("data", {}).items()) if k != "text/plain")
+    text = "\n".join(v if isinstance(v, str) else "".join(v) for o in outputs for _, v in sorted(o.get("data", {}).items()))
     for div in set(re.findall(r'<div id="([A-Za-z]{12})"', text)):
         text = text.replace(div, "ID")
     return text
