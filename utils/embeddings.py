@@ -4,9 +4,12 @@ shows (neighbour bars, a 2-D map of the embedding space)."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -125,12 +128,52 @@ def plot_embeddings_2d(weights: Float["V D"], vocab: Vocab, groups: dict[str, Se
         _, ax = plt.subplots(figsize=(6, 5))
     i = 0
     for c, (name, ws) in enumerate(groups.items()):
-        pts = xy[i : i + len(ws)]
-        ax.scatter(pts[:, 0], pts[:, 1], color=f"C{c}", label=name)
-        for (px, py), w in zip(pts, ws):
-            ax.annotate(w, (px, py), textcoords="offset points", xytext=(4, 3), fontsize=9)
+        ax.scatter(xy[i : i + len(ws), 0], xy[i : i + len(ws), 1], color=f"C{c}", label=name)
         i += len(ws)
     ax.set_xlabel("principal component 1")
     ax.set_ylabel("principal component 2")
     ax.legend(loc="best", fontsize=8)
+    _place_labels(ax, xy, words)
     return ax
+
+
+def _place_labels(ax: plt.Axes, xy, words: Sequence[str]) -> None:
+    """Label each point with its word where the label overlaps neither the legend nor a label placed before it
+    and stays inside the axes: the nearest such place on rings of growing radius around the point, joined to
+    it by a thin line once it is off the point."""
+    fig = ax.figure
+    ax.set_xlim(*ax.get_xlim())           # the limits the scatter chose, fixed before measuring in pixels
+    ax.set_ylim(*ax.get_ylim())
+    fig.draw_without_rendering()          # the figure's layout (layout="tight" or "constrained") and the legend's place
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    placed = []                           # what a label may not cover: the legend, the points, the labels so far
+    legend = ax.get_legend()
+    if legend:
+        placed.append(legend.get_window_extent(renderer))
+        legend.set_loc(tuple(ax.transAxes.inverted().transform(placed[0].p0)))   # kept there at the next draw
+    r = 3 * fig.dpi / 72                  # a point's marker: 6 points across
+    placed += [Bbox.from_extents(x - r, y - r, x + r, y + r) for x, y in ax.transData.transform(xy)]
+    for (px, py), w in zip(xy, words):
+        for dx, dy in _label_offsets():
+            t = ax.annotate(w, (px, py), textcoords="offset points", xytext=(dx, dy), fontsize=9,
+                            ha="left" if dx >= 0 else "right", va="bottom" if dy >= 0 else "top",
+                            arrowprops=dict(arrowstyle="-", lw=0.5, color="0.5") if dx * dx + dy * dy > 50 else None)
+            t.update_positions(renderer)
+            box = Text.get_window_extent(t, renderer)     # the words alone, not the line to the point
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(b) for b in placed):
+                placed.append(box)
+                t.set_in_layout(False)    # so that drawing the figure again does not move the axes
+                break
+            t.remove()
+        else:   # no free place nearby: beside the point, overlapping
+            ax.annotate(w, (px, py), textcoords="offset points", xytext=(4, 3), fontsize=9).set_in_layout(False)
+
+
+def _label_offsets():
+    """Where a label may go, in points from its point: beside it, then on rings of growing radius."""
+    yield 4.0, 3.0
+    for radius in (12, 20, 30, 42, 56):
+        for angle in range(45, 405, 45):
+            yield radius * math.cos(math.radians(angle)), radius * math.sin(math.radians(angle))
