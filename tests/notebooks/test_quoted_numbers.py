@@ -74,6 +74,7 @@ ESTIMATE = re.compile(r"\*≈ \d+ min on your own\*|\*\*Lecture time:\*\* \d+ mi
 QUOTE = re.compile(r"(?<![\w.,/\\^_{-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)"
                    r"(?:\s?(×|x\b|%|s\b|ms\b|µs\b|min\b|M\b|k\b|K\b|B\b|GB\b|MB\b|BLEU\b))?(?![\w.,]\d)")
 SCALE = {"M": 1e6, "k": 1e3, "K": 1e3, "B": 1e9}
+PERCENT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?%")
 PRINTED = re.compile(r"(?<![\w.])-?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
 
 
@@ -115,13 +116,18 @@ def printed_values(nb) -> tuple[str, list[float]]:
 
 def matches(number: str, unit: str, text: str, values: list[float]) -> bool:
     """Is the quoted number printed, at the precision the prose gives it?"""
-    if number in text:
+    if number in text and unit != "%":
         return True
     x = float(number.replace(",", ""))
     decimals = len(number.split(".")[1]) if "." in number else 0
     candidates = [(x, 0.5 * 10 ** -decimals)]
     if unit == "%":
-        candidates.append((x / 100, 0.5 * 10 ** -(decimals + 2)))
+        # a percentage is printed as one ("83 %", "83.0%") or as a fraction (0.83), not as any 83 in the outputs
+        # (a sentence said 83 % beside a printed 77 % and passed: 83 was printed elsewhere)
+        printed = (float(p) for p in PERCENT.findall(text))
+        fractions = (v for v in values if v <= 1)
+        return any(abs(v - x) <= 0.5 * 10 ** -decimals * (1 + 1e-9) for v in printed) or any(
+            abs(v - x / 100) <= 0.5 * 10 ** -(decimals + 2) * (1 + 1e-9) for v in fractions)
     if unit in SCALE:
         candidates.append((x * SCALE[unit], 0.5 * 10 ** -decimals * SCALE[unit]))
     return any(abs(v - want) <= tol * (1 + 1e-9) for want, tol in candidates for v in values)
@@ -159,6 +165,13 @@ def test_the_check_finds_a_stale_number():
     assert stale == ["38.20", "1.5", "690"]
     assert all(matches(n, u, text, values) for n, u, _ in quoted_numbers(nb.cells[2].source))
     assert [n for n, _, _ in quoted_numbers(nb.cells[2].source)] == ["37.7"]
+    # a percentage must be printed as one (or as a fraction), not as any number in the outputs
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("print(steps, share)", outputs=[nbformat.v4.new_output("stream", text="83 0.77 12.5%\n")]),
+    ])
+    text, values = printed_values(nb)
+    assert not matches("83", "%", text, values)
+    assert matches("77", "%", text, values) and matches("12.5", "%", text, values) and matches("13", "%", text, values)
 
 
 def test_estimated_minutes_are_not_read_as_measurements_but_measured_minutes_are():
