@@ -58,6 +58,7 @@ judge's key (:func:`keyed_seeds`), and each check's watch also looks for the reg
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections import OrderedDict
 import os
@@ -79,6 +80,9 @@ KEY_ENV = "COURSE_GRADING_KEY"          # autograde: the key the hidden inputs' 
 _UTILS_DIR = str(Path(utils.__file__).resolve().parent)
 _GRADING_DIR = str(Path(__file__).resolve().parent)
 _TORCH_NN_DIR = str(Path(torch.nn.__file__).resolve().parent)
+# sacreBLEU (notebook 02's Exercise 5 writes BLEU itself), found without importing it
+_SACREBLEU_SPEC = importlib.util.find_spec("sacrebleu")
+_SACREBLEU_DIR = str(Path(_SACREBLEU_SPEC.origin).resolve().parent) if _SACREBLEU_SPEC else None
 CANARY_TORCH = "canary_sentinel_op"      # never a real torch name: the canary calls torch.sin, logged under this alias
 CANARY_PYTHON = "courseware/grading/hidden.py:_canary"
 
@@ -529,8 +533,9 @@ def _real(path: str) -> str:
 
 def _where(code: types.CodeType) -> str | None:
     path = _real(code.co_filename)   # a virtual environment reached through a symbolic link names torch by that link
-    for root, label in ((_UTILS_DIR, "utils"), (_GRADING_DIR, "courseware/grading"), (_TORCH_NN_DIR, "torch/nn")):
-        if path.startswith(root + os.sep):
+    for root, label in ((_UTILS_DIR, "utils"), (_GRADING_DIR, "courseware/grading"), (_TORCH_NN_DIR, "torch/nn"),
+                        (_SACREBLEU_DIR, "sacrebleu")):
+        if root and path.startswith(root + os.sep):
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             return f"{label}/{rel}:{getattr(code, 'co_qualname', code.co_name)}"
     return None
@@ -688,7 +693,7 @@ def forbidden_names(targets: Iterable[Any]) -> dict[str, str]:
         code = getattr(fn, "__code__", None)
         where = _where(code) if code is not None else None
         if where is None:
-            raise TypeError(f"forbid: {label} is not a function of utils or torch.nn")
+            raise TypeError(f"forbid: {label} is not a function of utils, torch.nn or sacrebleu")
         names[where] = label
 
     for target in targets:

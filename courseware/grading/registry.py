@@ -55,6 +55,8 @@ REGISTRY: dict[str, dict[str, list[str]]] = {
     "02": {
         "ex3": ["torch.nn:GRU.forward", "torch.nn:GRUCell.forward", "aten::gru", "aten::gru_cell", "utils.rnn:Encoder"],
         "ex4": ["torch.nn:GRU.forward", "aten::gru", "utils.rnn:Encoder", "utils.rnn:Seq2Seq"],
+        "ex5": ["sacrebleu:corpus_bleu", "sacrebleu.metrics.bleu:BLEU", "utils.metrics:bleu",
+                "utils.metrics:tokenized_bleu"],
     },
     "03": {
         "ex1": ["utils.rnn:AdditiveScore", "utils.attention:AdditiveAttention"],

@@ -190,3 +190,40 @@ def test_every_link_of_the_released_notebook_leads_somewhere(path):
     assert not relative, f"{path.name}, student edition: links by a relative path: {relative}"
     notation = [link for _, link in links if link.endswith("NOTATION.md")]
     assert notation == [f"{_repository_url()}/blob/main/NOTATION.md"], notation
+
+
+def test_instructors_md_points_table_matches_the_notebooks():
+    """INSTRUCTORS.md's table of points per notebook (points, by tests, by hand, and the total) is what the
+    nbgrader metadata gives (it said 11 for notebook 10 after its Exercise 4 made it 15)."""
+    text = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    rows = {m.group(1): tuple(int(m.group(k)) for k in (2, 3, 4))
+            for m in re.finditer(r"^\| (\d\d) [^|]*\| (\d+) \| (\d+) \| (\d+) \|", text, re.M)}
+    want = {}
+    for path in NOTEBOOKS:
+        graded = [c.metadata["nbgrader"] for c in _read(path).cells if c.metadata.get("nbgrader", {}).get("grade")]
+        by_hand = sum(g.get("points", 0) for g in graded if g.get("solution"))
+        total = sum(g.get("points", 0) for g in graded)
+        want[path.name[:2]] = (total, total - by_hand, by_hand)
+    assert rows == want, "INSTRUCTORS.md's points table: " + "; ".join(
+        f"{k} says {rows.get(k)}, the notebook {v}" for k, v in want.items() if rows.get(k) != v)
+    totals = re.search(r"^\| \*\*all\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \|", text, re.M)
+    assert totals and tuple(map(int, totals.groups())) == tuple(map(sum, zip(*want.values())))
+
+
+def test_lectures_md_lists_every_exercise_with_its_points():
+    """Each lecture's "**Exercises**:" line in LECTURES.md names every exercise of its notebook, in order, with
+    the points the nbgrader metadata gives (notebook 10's Exercise 4 was missing from it)."""
+    text = (ROOT / "LECTURES.md").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        points: dict[int, int] = {}
+        for cell in _read(path).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                n = int(re.match(r"ex(\d+)", meta["grade_id"]).group(1))
+                points[n] = points.get(n, 0) + meta.get("points", 0)
+        section = re.search(rf"^## {path.name[:2]} ·.*?(?=^## |\Z)", text, re.M | re.S)
+        assert section, f"LECTURES.md has no section for {path.name[:2]}"
+        line = re.search(r"\*\*Exercises\*\*:(.*?)(?=\n- \*\*|\Z)", section.group(0), re.S)
+        assert line, f"LECTURES.md, {path.name[:2]}: no Exercises line"
+        listed = {int(n): int(p) for n, p in re.findall(r"Exercise (\d+) — .*?\((\d+) points?\)", " ".join(line.group(1).split()))}
+        assert listed == points, f"LECTURES.md, {path.name[:2]}: lists {listed}, the notebook has {points}"

@@ -47,6 +47,35 @@ def _seq(context="masked_encode(self.emb(src), src_mask, self.encoder)", start="
     return _SEQ.format(context=context, start=start, t=t)
 
 
+_BLEU = '''import math
+from collections import Counter
+
+
+def multi_ref_bleu(hyps, refs):
+    matched, total = [0] * 4, [0] * 4
+    c = r = 0
+    for hyp, its_refs in zip(hyps, refs):
+        c += len(hyp)
+        r += {ref_len}
+        for n in range(1, 5):
+            grams = Counter(tuple(hyp[k:k + n]) for k in range(len(hyp) - n + 1))
+            most = Counter()
+            for ref in its_refs:
+                most {combine}= Counter(tuple(ref[k:k + n]) for k in range(len(ref) - n + 1))
+            matched[n - 1] += sum({credit} for g, k in grams.items())
+            total[n - 1] += sum(grams.values())
+    if min(matched) == 0:
+        return {zero}
+    bp = 1.0 if c >= r else math.exp(1 - r / c)
+    return 100 * bp * math.exp(sum(math.log(m / t) for m, t in zip(matched, total)) / 4)
+'''
+
+
+def _bleu(ref_len="min((abs(len(ref) - len(hyp)), len(ref)) for ref in its_refs)[1]", combine="|",
+          credit="min(k, most[g])", zero="0.0"):
+    return _BLEU.format(ref_len=ref_len, combine=combine, credit=credit, zero=zero)
+
+
 WRONG = [
     Wrong("ex1", "the state after the padding (the last column)", "def last_real_state(states, mask):\n"
           "    return states[:, -1]\n"),
@@ -117,6 +146,46 @@ def masked_encode(x, mask, gru):
         "return torch.stack(logits, 1)", "return torch.stack(logits, 1).log_softmax(-1)")),
     Wrong("ex4", "the context zeroed where the decoder reads it, kept only as s_0", _seq().replace(
         "torch.cat([self.emb(tgt_in[:, t]), c], -1)", "torch.cat([self.emb(tgt_in[:, t]), torch.zeros_like(c)], -1)")),
+    # the new Exercise 5 (lessons r3, 02-5): BLEU against several references
+    Wrong("ex5", "the references' counts added, not their maximum", _bleu(combine="+")),
+    Wrong("ex5", "no clipping at all", _bleu(credit="k if most[g] else 0")),
+    Wrong("ex5", "r from the first reference", _bleu(ref_len="len(its_refs[0])")),
+    Wrong("ex5", "r from the shortest reference", _bleu(ref_len="min(len(ref) for ref in its_refs)")),
+    Wrong("ex5", "r from the mean reference length", _bleu(ref_len="sum(len(ref) for ref in its_refs) / len(its_refs)")),
+    Wrong("ex5", "a tie broken towards the longer reference", _bleu(
+        ref_len="min((abs(len(ref) - len(hyp)), -len(ref)) for ref in its_refs)[1] * -1")),
+    Wrong("ex5", "the integer 0 when a precision is 0", _bleu(zero="0")),
+    Wrong("ex5", "the mean of sentence scores, not corpus BLEU", '''import math
+from collections import Counter
+
+
+def multi_ref_bleu(hyps, refs):
+    scores = []
+    for hyp, its_refs in zip(hyps, refs):
+        ps = []
+        for n in range(1, 5):
+            grams = Counter(tuple(hyp[k:k + n]) for k in range(len(hyp) - n + 1))
+            most = Counter()
+            for ref in its_refs:
+                most |= Counter(tuple(ref[k:k + n]) for k in range(len(ref) - n + 1))
+            ps.append((sum(min(k, most[g]) for g, k in grams.items()), sum(grams.values())))
+        if min(m for m, _ in ps) == 0:
+            scores.append(0.0)
+            continue
+        r = min((abs(len(ref) - len(hyp)), len(ref)) for ref in its_refs)[1]
+        bp = 1.0 if len(hyp) >= r else math.exp(1 - r / len(hyp))
+        scores.append(100 * bp * math.exp(sum(math.log(m / t) for m, t in ps) / 4))
+    return sum(scores) / len(scores)
+'''),
+    Wrong("ex5", "sacreBLEU itself, which the exercise forbids", '''import sacrebleu
+
+
+def multi_ref_bleu(hyps, refs):
+    slots = max(len(rs) for rs in refs)
+    streams = [[" ".join(rs[k]) if k < len(rs) else None for rs in refs] for k in range(slots)]
+    return sacrebleu.corpus_bleu([" ".join(h) for h in hyps], streams, tokenize="none",
+                                 smooth_method="none", force=True).score
+'''),
 ]
 
 RIGHT = [
@@ -159,5 +228,33 @@ def masked_encode(x, mask, gru):
             state = self.decoder(steps_in[:, t], state)
             states.append(state)
         return self.out(torch.cat([torch.stack(states, dim=1), ctx], dim=2))   # (B, T, V)
+'''),
+    Right("ex5", "clipped counts by max over dictionaries, the closest length by sorting, logs summed in a loop",
+          '''import math
+from collections import Counter
+
+
+def multi_ref_bleu(hyps, refs):
+    hits = [0, 0, 0, 0]
+    seen = [0, 0, 0, 0]
+    hyp_len = ref_len = 0
+    for hyp, options in zip(hyps, refs):
+        hyp_len += len(hyp)
+        ref_len += len(sorted(options, key=lambda ref: (abs(len(ref) - len(hyp)), len(ref)))[0])
+        for n in (1, 2, 3, 4):
+            mine = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+            best = {}
+            for ref in options:
+                for gram, count in Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)).items():
+                    best[gram] = max(best.get(gram, 0), count)
+            hits[n - 1] += sum(min(count, best.get(gram, 0)) for gram, count in mine.items())
+            seen[n - 1] += sum(mine.values())
+    if 0 in hits:
+        return 0.0
+    log_mean = 0.0
+    for h, s in zip(hits, seen):
+        log_mean += math.log(h / s) / 4
+    penalty = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
+    return 100.0 * penalty * math.exp(log_mean)
 '''),
 ]
