@@ -98,7 +98,7 @@ def test_the_kernel_gets_fresh_file_descriptors_never_autogrades_terminal_or_log
     from nbclient import NotebookClient
 
     code = textwrap.dedent("""
-        import json, os
+        import json, os, sys
         seen = {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in range(64) if os.path.exists(f"/proc/self/fd/{fd}")}
         try:
             seen["tty"] = open("/dev/tty").name
@@ -111,14 +111,18 @@ def test_the_kernel_gets_fresh_file_descriptors_never_autogrades_terminal_or_log
                     os.write(fd, b"\\x1b[2J FORGED: all submissions graded, no errors\\n")
                 except OSError:
                     pass
-        print("SEEN " + json.dumps(seen))
+        sys.stdout.write("SEEN " + json.dumps(seen) + "\\n")   # one write: its line is whole
+        sys.stdout.flush()
     """)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     with Sandbox() as box:
         NotebookClient(nb, kernel_name="python3", kernel_manager_class=box.kernel_manager_class(),
                        timeout=120).execute()
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
-    seen = json.loads(next(line[5:] for line in text.splitlines() if line.startswith("SEEN ")))
+    # the forged lines reach the cell's own output through ipykernel's pipe, on a thread of their own:
+    # they may land after the SEEN line on the same line, so read the JSON document and nothing after it
+    line = next(line for line in text.splitlines() if line.startswith("SEEN "))
+    seen, _ = json.JSONDecoder().raw_decode(line[5:])
     host = capfd.readouterr()
     assert "FORGED" not in host.out + host.err, "the kernel wrote into autograde's own output"
     assert seen["0"] == "/dev/null" and seen["read"] == "" and seen["tty"] != "/dev/tty", seen
