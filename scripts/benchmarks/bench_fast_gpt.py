@@ -25,12 +25,18 @@ same CPU time buys twice the steps at half the windows, and in so short a run mo
 higher peak rate and no weight decay add a little; a deeper model for fewer steps, longer windows, a narrower
 model for more steps and betas (0.9, 0.95) lose. Arm ``fast`` is the best found in the old recipe's CPU
 time (1.684 against 1.738); notebook 09 trains it for 3,500 steps (``fast_3500``, ``CHOSEN``), about 1.4 times
-that CPU time, which takes the validation loss under issue 42's 1.65.
+that CPU time, which takes the validation loss under issue 42's 1.65. Issue 54's 1.60 in that time was not
+reached: its arms (``fast_3500_*``, ``fast_3800_fused_nochecks``, recorded in ``runs/fast_gpt/levers.jsonl``
+beside ``fast_3500`` run again) show Adam's fused kernel and the doors' checks off saving about 5 % of a step
+together (``--step-cost``, ``runs/fast_gpt/step_cost.json``), and no better rate, warm-up or schedule at 3,500 steps.
+
+    python scripts/benchmarks/bench_fast_gpt.py --step-cost              # a step's cost with each lever, in turns
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -42,11 +48,16 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from utils.checks import checks_off  # noqa: E402
 from utils.data import load_tiny_shakespeare  # noqa: E402
 from utils.gpt import GPT, CharTokenizer, GPTConfig, estimate_loss, get_batch, split_text, text_loss  # noqa: E402
 from utils.training import count_parameters, set_cpu_threads, set_seed  # noqa: E402
 
 OUT = ROOT / "runs" / "fast_gpt" / "results.jsonl"
+# issue 54's runs of the per-step levers and the recipe at 3,500 steps, with fast_3500 again beside them: run on
+# 2026-11-28, when a step of fast_3500 took about 1.7 times the thread CPU time it took in OUT's runs
+LEVERS_OUT = ROOT / "runs" / "fast_gpt" / "levers.jsonl"
+STEP_COST_OUT = ROOT / "runs" / "fast_gpt" / "step_cost.json"   # --step-cost's table, as measured
 CHOSEN = "fast_3500"  # the arm notebook 09 trains (tests/scripts/test_fast_gpt.py checks its CFG and training cell)
 
 # notebook 09's live recipe before issue 42 (FULL = False): CFG of cell 8 and the optimiser of the training cell
@@ -55,8 +66,13 @@ COURSE9 = dict(n_layer=2, n_head=4, d_model=128, block_size=64, dropout=0.0, bat
                cycle_momentum=True, eval_every=200, eval_batches=20, eval_train=True)
 
 
+# per-step levers added for issue 54, recorded in an arm's config only when it sets them (so that the runs
+# recorded before them keep their configs): Adam's fused CPU kernel, and the doors' checks (utils.checks)
+STEP_LEVERS = dict(fused=False, checks=True)
+
+
 def arm(**changes) -> dict:
-    unknown = set(changes) - set(COURSE9)
+    unknown = set(changes) - set(COURSE9) - set(STEP_LEVERS)
     if unknown:
         raise KeyError(f"not a lever: {sorted(unknown)}")
     return {**COURSE9, **changes}
@@ -121,6 +137,16 @@ ARMS = {
     "batch8_lr6e3_wd0_4300_linear": arm(batch=8, steps=4300, lr=6e-3, weight_decay=0.0, eval_every=860,
                                         schedule="linear"),
     "layers1_d192_batch16": arm(n_layer=1, d_model=192, n_head=6, lr=1e-2, batch=16, steps=2000, eval_every=400),
+    # issue 54: 09's loss at or under 1.60 in fast_3500's CPU time? Per-step levers (bench_roofline measured
+    # them on 08's step) and the recipe's rate, warm-up and schedule at 3,500 steps
+    "fast_3500_fused": arm(batch=16, steps=3500, lr=6e-3, weight_decay=0.0, eval_every=700, fused=True),
+    "fast_3500_nochecks": arm(batch=16, steps=3500, lr=6e-3, weight_decay=0.0, eval_every=700, checks=False),
+    "fast_3500_lr1e2": arm(batch=16, steps=3500, lr=1e-2, weight_decay=0.0, eval_every=700),
+    "fast_3500_warmup05": arm(batch=16, steps=3500, lr=6e-3, weight_decay=0.0, eval_every=700,
+                              warmup_fraction=0.05),
+    "fast_3500_linear": arm(batch=16, steps=3500, lr=6e-3, weight_decay=0.0, eval_every=700, schedule="linear"),
+    "fast_3800_fused_nochecks": arm(batch=16, steps=3800, lr=6e-3, weight_decay=0.0, eval_every=760, fused=True,
+                                    checks=False),
 }
 
 
@@ -137,7 +163,7 @@ def data_parts() -> dict:
 def optimiser(model, c: dict):
     """AdamW and the schedule of arm ``c``: what the notebook's training cell builds."""
     opt = torch.optim.AdamW(model.parameters(), lr=c["lr"], betas=tuple(c["betas"]),
-                            weight_decay=c["weight_decay"])
+                            weight_decay=c["weight_decay"], fused=c.get("fused", False) or None)
     if c["schedule"] in ("onecycle", "onecycle_linear"):  # warm-up, then a cosine (or linear) decay to about 0;
         sched = torch.optim.lr_scheduler.OneCycleLR(      # beta1 cycled against the rate unless told otherwise
             opt, max_lr=c["lr"], total_steps=c["steps"], pct_start=c["warmup_fraction"],
@@ -164,9 +190,24 @@ def run_arm(name: str, c: dict, seed: int = 0, parts: dict | None = None) -> dic
     set_seed(seed)
     opt, sched = optimiser(model, c)
     g = torch.Generator().manual_seed(seed)
+    doors = contextlib.nullcontext() if c.get("checks", True) else checks_off()  # off: the doors check nothing
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    with doors:
+        log, est_cpu = _train(model, opt, sched, c, cfg, train, val, g)
+    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    # the notebook's figure: the estimate of its log's last line (20 batches of 32 windows, seed 0)
+    val_est = estimate_loss(model, val)
+    val_text = text_loss(model, val)
+    return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), steps=c["steps"],
+                tokens=c["steps"] * c["batch"] * c["block_size"], train_cpu_s=round(cpu, 1),
+                estimates_cpu_s=round(est_cpu, 1), train_wall_s=round(wall, 1), val_loss=round(val_est, 4),
+                val_text_loss=round(val_text, 4), log=log, torch=torch.__version__)
+
+
+def _train(model, opt, sched, c: dict, cfg, train, val, g) -> tuple[dict, float]:
+    """Notebook 09's training loop: its log of estimates, and the thread CPU seconds those estimates took."""
     log = {"step": [], "train": [], "val": []}
     est_cpu = 0.0
-    cpu0, wall0 = time.thread_time(), time.perf_counter()
     for step in range(1, c["steps"] + 1):
         model.train()
         _, loss = model(*get_batch(train, cfg.block_size, c["batch"], g))
@@ -182,14 +223,63 @@ def run_arm(name: str, c: dict, seed: int = 0, parts: dict | None = None) -> dic
                 log["train"].append(round(estimate_loss(model, train, batches=c["eval_batches"]), 4))
             log["val"].append(round(estimate_loss(model, val, batches=c["eval_batches"]), 4))
             est_cpu += time.thread_time() - e0
-    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
-    # the notebook's figure: the estimate of its log's last line (20 batches of 32 windows, seed 0)
-    val_est = estimate_loss(model, val)
-    val_text = text_loss(model, val)
-    return dict(arm=name, seed=seed, config=c, parameters=count_parameters(model), steps=c["steps"],
-                tokens=c["steps"] * c["batch"] * c["block_size"], train_cpu_s=round(cpu, 1),
-                estimates_cpu_s=round(est_cpu, 1), train_wall_s=round(wall, 1), val_loss=round(val_est, 4),
-                val_text_loss=round(val_text, 4), log=log, torch=torch.__version__)
+    return log, est_cpu
+
+
+STEP_COST_ARMS = ["fast_3500", "fast_3500_fused", "fast_3500_nochecks", "fast_3800_fused_nochecks"]
+
+
+def step_cost(names: list[str] = STEP_COST_ARMS, steps: int = 50, rounds: int = 5) -> list[dict]:
+    """Thread CPU ms of one training step of each arm, on the same seeded batches, the arms taking turns
+    (``rounds`` turns of ``steps`` steps each, after 5 unmeasured steps), so that a change in the machine's load
+    falls on every arm alike. The median turn is reported, and its ratio to the first arm's."""
+    import statistics
+
+    set_cpu_threads(1)
+    parts = data_parts()
+    runs = {}
+    for name in names:
+        c = ARMS[name]
+        cfg = GPTConfig(vocab_size=parts["V"], block_size=c["block_size"], n_layer=c["n_layer"],
+                        n_head=c["n_head"], d_model=c["d_model"], dropout=c["dropout"])
+        set_seed(0)
+        model = GPT(cfg)
+        opt, sched = optimiser(model, c)
+        doors = contextlib.nullcontext if c.get("checks", True) else checks_off
+        runs[name] = (model, opt, sched, cfg, c, doors)
+
+    def turn(name: str, n: int) -> float:
+        model, opt, sched, cfg, c, doors = runs[name]
+        g = torch.Generator().manual_seed(1)
+        t0 = time.thread_time()
+        with doors():
+            for _ in range(n):
+                _, loss = model(*get_batch(parts["train"], cfg.block_size, c["batch"], g))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sched.step()
+        return (time.thread_time() - t0) / n
+
+    for name in names:
+        turn(name, 5)
+    times = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            times[name].append(turn(name, steps))
+    rows = [dict(arm=name, levers=levers(ARMS[name]), step_cpu_ms=round(1e3 * statistics.median(t), 1))
+            for name, t in times.items()]
+    for r in rows:
+        r["vs_first"] = round(r["step_cpu_ms"] / rows[0]["step_cpu_ms"], 3)
+    return rows
+
+
+def step_cost_markdown(rows: list[dict]) -> str:
+    lines = ["| arm | what it changes | step CPU ms (median of 5 turns of 50 steps) | × fast_3500 |",
+             "|---|---|---:|---:|"]
+    lines += [f"| {r['arm']} | {r['levers']} | {r['step_cpu_ms']:.1f} | {r['vs_first']:.2f} |" for r in rows]
+    return "\n".join(lines)
 
 
 def levers(c: dict) -> str:
@@ -205,8 +295,11 @@ def levers(c: dict) -> str:
             "dropout": lambda v: f"dropout {v}",
             "eval_every": lambda v: f"estimates every {v} steps" if v else "no periodic estimates",
             "eval_batches": lambda v: f"{v} batches per estimate",
-            "eval_train": lambda v: "" if v else "no train estimates"}
-    words = [said[k](v) for k, v in c.items() if k in said and COURSE9.get(k) != v]
+            "eval_train": lambda v: "" if v else "no train estimates",
+            "fused": lambda v: "Adam's fused kernel" if v else "",
+            "checks": lambda v: "" if v else "the doors' checks off"}
+    base = {**COURSE9, **STEP_LEVERS}
+    words = [said[k](v) for k, v in c.items() if k in said and base.get(k) != v]
     return ", ".join(w for w in words if w) or "notebook 09 before issue 42"
 
 
@@ -234,7 +327,14 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="skip arms already recorded for this seed")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print the table of the recorded runs")
+    ap.add_argument("--step-cost", action="store_true",
+                    help="the thread CPU ms of a step of the per-step levers' arms, taking turns (a table)")
     args = ap.parse_args()
+    if args.step_cost:
+        rows = step_cost()
+        STEP_COST_OUT.write_text(json.dumps(rows, indent=1) + "\n")
+        print(step_cost_markdown(rows))
+        return
     if args.list:
         for name, c in ARMS.items():
             print(f"{name:16s} {levers(c)}")

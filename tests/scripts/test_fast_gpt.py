@@ -21,9 +21,10 @@ def cells() -> list[str]:
     return ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
 
 
-def test_every_recorded_arm_is_defined_with_the_config_it_ran():
-    rows = bench.recorded(bench.OUT)
-    assert rows, f"no runs in {bench.OUT}"
+@pytest.mark.parametrize("path", [bench.OUT, bench.LEVERS_OUT], ids=["results", "levers"])
+def test_every_recorded_arm_is_defined_with_the_config_it_ran(path):
+    rows = bench.recorded(path)
+    assert rows, f"no runs in {path}"
     for r in rows:
         assert bench.ARMS.get(r["arm"]) == r["config"], f"{r['arm']}: its recorded config is not ARMS' entry"
 
@@ -72,5 +73,41 @@ def test_results_md_holds_the_table_the_recorded_runs_give():
     text = (ROOT / "RESULTS.md").read_text()
     if "bench_fast_gpt" not in text:
         pytest.skip("RESULTS.md has no fast-GPT table yet (the lead adds it: bench_fast_gpt.py --markdown)")
-    for line in bench.markdown(bench.recorded(bench.OUT)).splitlines():
-        assert line in text, f"RESULTS.md's fast-GPT table is stale; rerun the script with --markdown:\n{line}"
+    for path in (bench.OUT, bench.LEVERS_OUT):
+        for line in bench.markdown(bench.recorded(path)).splitlines():
+            assert line in text, f"RESULTS.md's fast-GPT table is stale; rerun the script with --markdown:\n{line}"
+    for line in bench.step_cost_markdown(json.loads(bench.STEP_COST_OUT.read_text())).splitlines():
+        assert line in text, f"RESULTS.md's step-cost table is stale; rerun the script with --step-cost:\n{line}"
+
+
+def test_the_per_step_levers_are_recorded_only_when_an_arm_sets_them_and_train_the_same_model(monkeypatch):
+    """Adam's fused kernel and the doors' checks off (issue 54) change a step's cost, not what it computes."""
+    import utils.checks
+
+    entered = []
+
+    class watched(utils.checks.checks_off):
+        def __enter__(self):
+            entered.append(True)
+            return super().__enter__()
+
+    monkeypatch.setattr(bench, "checks_off", watched)
+    assert "fused" not in bench.ARMS["fast_3500"] and "checks" not in bench.ARMS["fast_3500"]
+    assert bench.levers(bench.ARMS["fast_3500_nochecks"]).endswith("the doors' checks off")
+    assert "Adam's fused kernel" in bench.levers(bench.ARMS["fast_3500_fused"])
+    small = bench.arm(n_layer=1, d_model=16, n_head=2, block_size=8, batch=4, steps=6, eval_every=3, eval_batches=2)
+    text = torch.arange(2000) % 7
+    parts = {"train": text[:1600], "val": text[1600:1800], "test": text[1800:], "V": 7}
+    plain = bench.run_arm("small", small, seed=0, parts=parts)
+    for lever in ({"checks": False}, {"fused": True}):
+        r = bench.run_arm("small", {**small, **lever}, seed=0, parts=parts)
+        assert r["log"]["step"] == plain["log"]["step"]
+        assert r["val_loss"] == pytest.approx(plain["val_loss"], abs=1e-4), lever
+    assert entered == [True]   # the checks were off for the one arm that asked
+
+
+def test_step_cost_times_every_arm_in_turn_and_divides_by_the_first():
+    rows = bench.step_cost(["fast_3500", "fast_3500_nochecks"], steps=2, rounds=1)
+    assert [r["arm"] for r in rows] == ["fast_3500", "fast_3500_nochecks"]
+    assert rows[0]["vs_first"] == 1.0 and all(r["step_cpu_ms"] > 0 for r in rows)
+    assert rows[1]["vs_first"] == round(rows[1]["step_cpu_ms"] / rows[0]["step_cpu_ms"], 3)
