@@ -178,13 +178,17 @@ def optimiser(model, c: dict):
     return opt, sched
 
 
+def model_config(c: dict, vocab_size: int) -> GPTConfig:
+    return GPTConfig(vocab_size=vocab_size, block_size=c["block_size"], n_layer=c["n_layer"], n_head=c["n_head"],
+                     d_model=c["d_model"], dropout=c["dropout"])
+
+
 def run_arm(name: str, c: dict, seed: int = 0, parts: dict | None = None) -> dict:
     """Train arm ``name`` with config ``c`` on one thread, as notebook 09's training cell does, and score it."""
     set_cpu_threads(1)
     parts = parts or data_parts()
     train, val = parts["train"], parts["val"]
-    cfg = GPTConfig(vocab_size=parts["V"], block_size=c["block_size"], n_layer=c["n_layer"], n_head=c["n_head"],
-                    d_model=c["d_model"], dropout=c["dropout"])
+    cfg = model_config(c, parts["V"])
     set_seed(seed)
     model = GPT(cfg)
     set_seed(seed)
@@ -204,18 +208,23 @@ def run_arm(name: str, c: dict, seed: int = 0, parts: dict | None = None) -> dic
                 val_text_loss=round(val_text, 4), log=log, torch=torch.__version__)
 
 
+def train_step(model, opt, sched, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+    """One step of notebook 09's training cell: the loss, its gradients clipped at norm 1, AdamW, the schedule."""
+    _, loss = model(*batch)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+
+
 def _train(model, opt, sched, c: dict, cfg, train, val, g) -> tuple[dict, float]:
     """Notebook 09's training loop: its log of estimates, and the thread CPU seconds those estimates took."""
     log = {"step": [], "train": [], "val": []}
     est_cpu = 0.0
     for step in range(1, c["steps"] + 1):
         model.train()
-        _, loss = model(*get_batch(train, cfg.block_size, c["batch"], g))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        train_step(model, opt, sched, get_batch(train, cfg.block_size, c["batch"], g))
         if c["eval_every"] and (step % c["eval_every"] == 0 or step == c["steps"]):
             e0 = time.thread_time()
             log["step"].append(step)
@@ -240,8 +249,7 @@ def step_cost(names: list[str] = STEP_COST_ARMS, steps: int = 50, rounds: int = 
     runs = {}
     for name in names:
         c = ARMS[name]
-        cfg = GPTConfig(vocab_size=parts["V"], block_size=c["block_size"], n_layer=c["n_layer"],
-                        n_head=c["n_head"], d_model=c["d_model"], dropout=c["dropout"])
+        cfg = model_config(c, parts["V"])
         set_seed(0)
         model = GPT(cfg)
         opt, sched = optimiser(model, c)
@@ -254,12 +262,7 @@ def step_cost(names: list[str] = STEP_COST_ARMS, steps: int = 50, rounds: int = 
         t0 = time.thread_time()
         with doors():
             for _ in range(n):
-                _, loss = model(*get_batch(parts["train"], cfg.block_size, c["batch"], g))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                sched.step()
+                train_step(model, opt, sched, get_batch(parts["train"], cfg.block_size, c["batch"], g))
         return (time.thread_time() - t0) / n
 
     for name in names:

@@ -256,14 +256,13 @@ def translation_recipe(arm: str = "nb08_nodrop", compiled: bool = False, bf16: b
 def gpt_recipe(arm: str | None = None):
     """Notebook 09's live GPT (``bench_fast_gpt.ARMS[CHOSEN]``): its step function (AdamW, one-cycle schedule,
     gradients clipped at 1), one step's FLOPs as a closure, and the shapes it multiplies."""
-    from scripts.benchmarks.bench_fast_gpt import ARMS, CHOSEN, data_parts, optimiser
-    from utils.gpt import GPT, GPTConfig, get_batch
+    from scripts.benchmarks.bench_fast_gpt import ARMS, CHOSEN, data_parts, model_config, optimiser
+    from utils.gpt import GPT, get_batch
     from utils.training import set_seed
 
     c = ARMS[arm or CHOSEN]
     parts = data_parts()
-    cfg = GPTConfig(vocab_size=parts["V"], block_size=c["block_size"], n_layer=c["n_layer"], n_head=c["n_head"],
-                    d_model=c["d_model"], dropout=c["dropout"])
+    cfg = model_config(c, parts["V"])
     set_seed(0)
     model = GPT(cfg)
     opt, sched = optimiser(model, {**c, "steps": 10**6})
