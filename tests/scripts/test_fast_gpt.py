@@ -104,6 +104,10 @@ def test_the_per_step_levers_are_recorded_only_when_an_arm_sets_them_and_train_t
         assert r["log"]["step"] == plain["log"]["step"]
         assert r["val_loss"] == pytest.approx(plain["val_loss"], abs=1e-4), lever
     assert entered == [True]   # the checks were off for the one arm that asked
+    model = torch.nn.Linear(2, 2)
+    for name, fused in (("fast_3500", None), ("fast_3500_fused", True)):
+        opt, _ = bench.optimiser(model, bench.ARMS[name])
+        assert opt.defaults["fused"] is fused, name   # the fused kernel only where the arm asks for it
 
 
 def test_step_cost_times_every_arm_in_turn_and_divides_by_the_first():
